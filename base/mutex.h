@@ -1,0 +1,64 @@
+// Mutex: std::mutex with clang thread-safety annotations (LevelDB's
+// port::Mutex, Abseil's Mutex).  Write the lock order on each declaration:
+//
+//   // Lock order: Log::mu_ before GrantHead::lock_.
+//   Mutex mu_;
+//   int64_t counter_ GUARDED_BY(mu_);
+//
+//   void Foo() EXCLUDES(mu_) { MutexLock l(&mu_); ++counter_; }
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+
+#include "base/thread_annotations.h"
+
+namespace walfs {
+
+class CAPABILITY("mutex") Mutex {
+ public:
+  Mutex() = default;
+  Mutex(const Mutex&) = delete;
+  Mutex& operator=(const Mutex&) = delete;
+
+  void Lock() ACQUIRE() { mu_.lock(); }
+  void Unlock() RELEASE() { mu_.unlock(); }
+  bool TryLock() TRY_ACQUIRE(true) { return mu_.try_lock(); }
+  // Documents (and tells the analysis) that the caller holds the lock.
+  void AssertHeld() ASSERT_CAPABILITY(this) {}
+
+ private:
+  friend class CondVar;
+  std::mutex mu_;
+};
+
+class SCOPED_CAPABILITY MutexLock {
+ public:
+  explicit MutexLock(Mutex* mu) ACQUIRE(mu) : mu_(mu) { mu_->Lock(); }
+  ~MutexLock() RELEASE() { mu_->Unlock(); }
+  MutexLock(const MutexLock&) = delete;
+  MutexLock& operator=(const MutexLock&) = delete;
+
+ private:
+  Mutex* const mu_;
+};
+
+// A condition variable bound to one Mutex.  Waits may wake spuriously:
+// every wait is a loop that re-checks its condition (STYLE.md rule 12).
+class CondVar {
+ public:
+  explicit CondVar(Mutex* mu) : mu_(mu) {}
+  void Wait() REQUIRES(mu_) {
+    std::unique_lock<std::mutex> lock(mu_->mu_, std::adopt_lock);
+    cv_.wait(lock);
+    lock.release();
+  }
+  void Signal() { cv_.notify_one(); }
+  void SignalAll() { cv_.notify_all(); }
+
+ private:
+  Mutex* const mu_;
+  std::condition_variable cv_;
+};
+
+}  // namespace walfs

@@ -1,0 +1,10 @@
+# Every dependency comes from a Debian package (scripts/setup.sh installs them).
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+find_package(Boost 1.74 REQUIRED)             # Boost.Intrusive (header-only)
+find_package(GTest REQUIRED)
+include(GoogleTest)
+find_package(fmt REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)   # CRC32C (crc32_iscsi)

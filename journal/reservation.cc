@@ -1,0 +1,63 @@
+#include "journal/reservation.h"
+
+#include "base/check.h"
+
+namespace walfs::journal {
+
+namespace {
+
+constexpr std::string_view kNames[] = {"create", "mkdir",    "link",    "remove", "rename",
+                                       "symlink", "write", "truncate", "setattr", "xattr"};
+static_assert(std::size(kNames) == kTransTypeCount);
+
+// Worst-case bytes for the blocks and inodes one step may dirty.
+struct Cost {
+  const ReservationGeometry& g;
+  std::int32_t Bufs(std::int32_t n) const { return n * (g.block_size + ReservationTable::kBufOverhead); }
+  std::int32_t Inodes(std::int32_t n) const { return n * (g.inode_size + ReservationTable::kInodeOverhead); }
+  // One block allocation or free: the AG header plus both free-space index
+  // paths (by block and by size), each split to the root.
+  std::int32_t Alloc() const { return Bufs(1 + 2 * g.free_levels); }
+  // A directory entry added or removed: the index path plus a data block.
+  std::int32_t DirChange() const { return Bufs(g.dir_levels + 1); }
+  // An inode allocated or freed: the AG header, the inode index path and the
+  // inode chunk's first block, plus a block allocation for a new chunk.
+  std::int32_t InodeAlloc() const { return Bufs(2 + g.inode_levels) + Alloc(); }
+  std::int32_t ExtentChange() const { return Bufs(g.extent_levels); }
+};
+
+}  // namespace
+
+std::string_view TransTypeName(TransType type) { return kNames[static_cast<int>(type)]; }
+
+ReservationTable::ReservationTable(const ReservationGeometry& geo) {
+  WALFS_CHECK(geo.block_size >= 512 && geo.inode_size >= 128);
+  const Cost c{geo};
+  auto set = [&](TransType t, std::int32_t bytes, std::int32_t count, bool perm) {
+    resv_[static_cast<int>(t)] = TransResv{bytes + kTransOverhead, count, perm};
+  };
+  // Namespace changes roll twice: the change itself, then deferred frees.
+  set(TransType::kCreate, c.Inodes(2) + c.DirChange() + c.InodeAlloc(), 2, true);
+  set(TransType::kMkdir, c.Inodes(2) + c.DirChange() + c.InodeAlloc() + c.Bufs(1) + c.Alloc(), 2,
+      true);
+  set(TransType::kLink, c.Inodes(2) + c.DirChange(), 2, true);
+  // Remove also puts the inode on the unlinked list and may free a dir block.
+  set(TransType::kRemove, c.Inodes(2) + c.DirChange() + c.Bufs(1) + c.Alloc(), 2, true);
+  set(TransType::kRename, c.Inodes(4) + 2 * c.DirChange() + c.Alloc(), 2, true);
+  set(TransType::kSymlink, c.Inodes(2) + c.DirChange() + c.InodeAlloc() + c.Bufs(1) + c.Alloc(), 2,
+      true);
+  set(TransType::kWrite, c.Inodes(1) + c.ExtentChange() + c.Alloc(), 2, true);
+  set(TransType::kTruncate, c.Inodes(1) + c.ExtentChange() + 2 * c.Alloc(), 2, true);
+  set(TransType::kSetattr, c.Inodes(1), 1, false);
+  set(TransType::kXattr, c.Inodes(1) + c.ExtentChange() + c.Alloc(), 2, true);
+
+  for (int i = 0; i < kTransTypeCount; ++i) {
+    const std::int64_t total = std::int64_t{resv_[i].unit_bytes} * resv_[i].log_count;
+    if (total > largest_bytes_) {
+      largest_bytes_ = total;
+      largest_type_ = static_cast<TransType>(i);
+    }
+  }
+}
+
+}  // namespace walfs::journal
