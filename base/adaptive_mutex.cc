@@ -6,8 +6,9 @@
 namespace walfs {
 
 namespace {
-// About a microsecond of spinning: longer than a grant-head critical section,
-// much shorter than a futex sleep/wake round trip.
+// A few microseconds of spinning (PAUSE is ~25-140 cycles depending on the
+// core): longer than a grant-head critical section, about one futex
+// sleep/wake round trip.
 constexpr int kSpinIterations = 100;
 }  // namespace
 

@@ -76,6 +76,7 @@ WALFS_STATUS_CTOR(Corruption)
 WALFS_STATUS_CTOR(Shutdown)
 WALFS_STATUS_CTOR(NotSupported)
 WALFS_STATUS_CTOR(WouldBlock)
+WALFS_STATUS_CTOR(Internal)
 #undef WALFS_STATUS_CTOR
 
 Status Status::FromErrno(int err, std::string_view context) {

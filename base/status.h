@@ -58,6 +58,7 @@ class [[nodiscard]] Status {
   static Status Shutdown(std::string_view msg);
   static Status NotSupported(std::string_view msg);
   static Status WouldBlock(std::string_view msg);
+  static Status Internal(std::string_view msg);
   // Wraps a failed syscall: keeps `err` exactly and classifies it.
   static Status FromErrno(int err, std::string_view context);
 

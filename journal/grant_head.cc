@@ -47,10 +47,13 @@ std::int64_t GrantHead::FreeBytes() const {
 
 // Claims `need` bytes if they are free at the instant of the CAS, so that
 // concurrent claimers can never grant more than the log holds.
+// Gives up as soon as anyone queues, so that a retrying claimer cannot keep
+// slipping in front of waiters.
 bool GrantHead::TryClaimFast(std::int64_t need) {
   std::int64_t g = grant_.load(std::memory_order_seq_cst);
   while (log_->FreeBytesGiven(g) >= need) {
     if (grant_.compare_exchange_weak(g, g + need, std::memory_order_seq_cst)) return true;
+    if (queued_.load(std::memory_order_seq_cst) != 0) return false;
   }
   return false;
 }
@@ -124,25 +127,19 @@ bool GrantHead::WakeLocked(std::int64_t* free, WakeQueue* wakeq) {
       Inc(&counters_.duplicate_wakes_avoided);
       continue;
     }
+    if (mode != WakeMode::kInline) t.flags_ |= kTicketWaking;
+    // In wakeq mode a token already on another wake queue (a wake from a
+    // previous wait, not yet flushed) is served by that queue's flush: one
+    // permit serves both, so this is not a signal of ours.
+    if (mode == WakeMode::kWakeQueue && !wakeq->Add(t.waiter_)) {
+      Inc(&counters_.duplicate_wakes_avoided);
+      continue;
+    }
     if (t.signals_ > 0) Inc(&counters_.duplicate_wakes);
     ++t.signals_;
     BumpMax(&counters_.max_signals_per_cycle, t.signals_);
     Inc(&counters_.wakes_issued);
-    switch (mode) {
-      case WakeMode::kInline:
-        SignalNow(t.waiter_);
-        break;
-      case WakeMode::kWaking:
-        t.flags_ |= kTicketWaking;
-        SignalNow(t.waiter_);
-        break;
-      case WakeMode::kWakeQueue:
-        t.flags_ |= kTicketWaking;
-        // False: the token is already on a wake queue whose flush will
-        // signal it; one permit serves both wakes.
-        wakeq->Add(t.waiter_);
-        break;
-    }
+    if (mode != WakeMode::kWakeQueue) SignalNow(t.waiter_);
   }
   return true;
 }

@@ -50,7 +50,7 @@ struct GrantHeadStats {
   std::int64_t queued = 0;
   std::uint64_t fast_path_hits = 0;      // granted without the lock
   std::uint64_t slow_path_entries = 0;   // took the lock to be granted
-  std::uint64_t sleeps = 0;              // waiter went to sleep
+  std::uint64_t sleeps = 0;              // waits begun (one may return at once on a pending permit)
   std::uint64_t wake_passes = 0;         // walks of the queue by a waker
   std::uint64_t wakes_issued = 0;        // signals sent to waiters
   std::uint64_t wake_syscalls = 0;       // signals that needed a futex wake

@@ -36,17 +36,22 @@ class CAPABILITY("mutex") HeadLock {
     else
       mutex_.Lock();
     acquired_at_ = MonotonicNanos();
-    wait_ns_.Record(acquired_at_ - t0);
+    waited_ns_ = acquired_at_ - t0;
     owner_.store(ThreadId(), std::memory_order_relaxed);
   }
 
+  // The histograms are updated after the lock is dropped, so that recording
+  // the statistics does not lengthen the critical section they measure.
   void Unlock() RELEASE() NO_THREAD_SAFETY_ANALYSIS {
     owner_.store(0, std::memory_order_relaxed);
-    hold_ns_.Record(MonotonicNanos() - acquired_at_);
+    const std::int64_t held = MonotonicNanos() - acquired_at_;
+    const std::int64_t waited = waited_ns_;
     if (kind_ == HeadLockKind::kSpin)
       spin_.Unlock();
     else
       mutex_.Unlock();
+    hold_ns_.Record(held);
+    wait_ns_.Record(waited);
   }
 
   // True when the calling thread holds the lock.  Used to count (and let
@@ -74,6 +79,7 @@ class CAPABILITY("mutex") HeadLock {
   SpinLock spin_;
   AdaptiveMutex mutex_;
   std::int64_t acquired_at_ = 0;  // written and read only by the holder
+  std::int64_t waited_ns_ = 0;    // likewise
   std::atomic<std::uintptr_t> owner_{0};
   Histogram hold_ns_;
   Histogram wait_ns_;

@@ -57,18 +57,22 @@ Result<TicketRef> LogSpace::Reserve(std::int32_t unit_bytes, std::int32_t cnt,
 }
 
 Status LogSpace::Regrant(Ticket* tic) {
-  Inc(&counters_.regrants);
   if (IsShutdown()) return Status::Shutdown("log is shut down");
-  // A new transaction on the same ticket: a new tid, so chains of rolling
-  // transactions can be followed in the log.
-  ++tic->tid_;
+  Inc(&counters_.regrants);
+  // A new transaction on the same ticket gets a tid of its own: recovery
+  // groups records by tid, so two live transactions must never share one
+  // (XFS's "+1 per roll" could collide with our sequential tids).
+  tic->tid_ = next_tid_.fetch_add(1, std::memory_order_relaxed);
   tic->curr_res_ = tic->unit_res_;
   if (tic->cnt_ > 0) return Status::Ok();
 
   // Every pre-reserved step is used: wait for one unit on the write head.
   // (TicketRegrant already re-charged that unit to the reserve head.)
   Inc(&counters_.regrant_waits);
-  return write_head_.Grant(tic, tic->WriteHeadNeed());
+  WALFS_CHECK(tic->flags_ & kTicketWriteUnitOwed);
+  WALFS_RETURN_IF_ERROR(write_head_.Grant(tic, tic->WriteHeadNeed()));
+  tic->flags_ &= ~kTicketWriteUnitOwed;
+  return Status::Ok();
 }
 
 void LogSpace::TicketRegrant(Ticket* tic) {
@@ -80,7 +84,10 @@ void LogSpace::TicketRegrant(Ticket* tic) {
   // Out of pre-reserved steps: the reserve head keeps a unit charged for the
   // next step, taken without waiting (XFS overcommits the reserve head here
   // so that a rolling transaction cannot deadlock against new reservations).
-  if (tic->cnt_ == 0) reserve_head_.Add(tic->unit_res_);
+  if (tic->cnt_ == 0) {
+    reserve_head_.Add(tic->unit_res_);
+    tic->flags_ |= kTicketWriteUnitOwed;
+  }
   // XFS does not wake here; walfs does, since the unused part of the step may
   // be exactly what the first waiter needs (docs/reservation.md).
   SpaceWake();
@@ -96,7 +103,15 @@ void LogSpace::TicketUngrant(Ticket* tic) {
     bytes += std::int64_t{tic->unit_res_} * tic->cnt_;
   }
   reserve_head_.Sub(bytes);
-  write_head_.Sub(bytes);
+  // After a roll at cnt 0 whose Regrant failed or never ran, the current
+  // step's unit was charged to the reserve head only.
+  if (tic->flags_ & kTicketWriteUnitOwed) {
+    WALFS_CHECK(tic->cnt_ == 0);
+    write_head_.Sub(bytes - tic->curr_res_);
+    tic->flags_ &= ~kTicketWriteUnitOwed;
+  } else {
+    write_head_.Sub(bytes);
+  }
   tic->curr_res_ = 0;
   tic->cnt_ = 0;
   counters_.live_tickets.fetch_sub(1, std::memory_order_relaxed);
@@ -118,6 +133,9 @@ void LogSpace::ReturnSpace(std::int64_t bytes) {
   tail_space_.fetch_add(bytes, std::memory_order_seq_cst);
   reserve_head_.Sub(bytes);
   write_head_.Sub(bytes);
+  // Free space is unchanged, but a waiter that checked inside the window
+  // above saw it `bytes` too small and may have gone to sleep: wake it.
+  SpaceWake();
 }
 
 void LogSpace::MoveTail(std::int64_t bytes) {

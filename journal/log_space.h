@@ -21,7 +21,9 @@
 // waiters are woken.
 //
 // Thread safety: every method may be called from any thread; a Ticket is
-// used by one transaction thread at a time.
+// used by one transaction thread at a time.  Every call must have returned
+// before the LogSpace is destroyed: Shutdown() wakes waiters but does not
+// wait for them to leave.
 #pragma once
 
 #include <atomic>
@@ -45,8 +47,12 @@ struct LogSpaceOptions {
   WakeMode wake_mode = WakeMode::kWakeQueue;
   HeadLockKind head_lock = HeadLockKind::kMutex;
   // Called with no lock held before every grant-head sleep, to push the AIL
-  // so that the tail moves (xfs_ail_push_all).  May be empty.
-  std::function<void()> push_tail;
+  // so that the tail moves (xfs_ail_push_all).  May be empty.  It must only
+  // kick the pusher: it must not block, and must never wait on the calling
+  // thread's WaitToken (that would consume the grant wake meant for it).
+  // The `{}` keeps GCC quiet when a designated initializer leaves this out
+  // (-Wmissing-field-initializers, GCC PR 96868); it is empty either way.
+  std::function<void()> push_tail{};
 };
 
 struct LogSpaceStats {
@@ -97,7 +103,8 @@ class LogSpace {
   void SpaceWake();
 
   // A checkpoint of `bytes` written bytes entered the AIL: they move from the
-  // grant heads into tail_space (xlog_grant_return_space).  Frees nothing.
+  // grant heads into tail_space (xlog_grant_return_space).  Frees nothing,
+  // but wakes waiters that checked while the move was half done.
   void ReturnSpace(std::int64_t bytes);
 
   // Writeback moved the tail by `bytes`: tail_space shrinks and waiters wake.

@@ -33,6 +33,7 @@ std::string TicketFlagsString(std::uint32_t flags) {
   };
   add(kTicketPermanent, "PERM");
   add(kTicketWaking, "WAKING");
+  add(kTicketWriteUnitOwed, "WRITE_OWED");
   return s.empty() ? "0" : s;
 }
 

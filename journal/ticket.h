@@ -26,6 +26,9 @@ namespace walfs::journal {
 enum TicketFlag : std::uint32_t {
   kTicketPermanent = 1u << 0,  // XLOG_TIC_PERM_RESERV: a rolling transaction
   kTicketWaking = 1u << 1,     // a waker has signalled it and it has not run yet
+  // Rolled at cnt 0: the next step's unit is charged to the reserve head but
+  // not yet granted on the write head (Regrant pending).
+  kTicketWriteUnitOwed = 1u << 2,
 };
 
 // "PERM|WAKING" style rendering for traces and logprint.

@@ -133,9 +133,11 @@ INSTANTIATE_TEST_SUITE_P(
                       StressParam{WakeMode::kInline, HeadLockKind::kSpin},
                       StressParam{WakeMode::kWaking, HeadLockKind::kSpin},
                       StressParam{WakeMode::kWakeQueue, HeadLockKind::kSpin}),
-    [](const auto& info) {
-      return std::string(WakeModeName(info.param.mode)) + "_" +
-             std::string(HeadLockKindName(info.param.lock));
+    // Not named `info`: the macro's generator function has a parameter of
+    // that name, which the lambda's would shadow (-Wshadow).
+    [](const auto& test_info) {
+      return std::string(WakeModeName(test_info.param.mode)) + "_" +
+             std::string(HeadLockKindName(test_info.param.lock));
     });
 
 }  // namespace

@@ -1,0 +1,57 @@
+// Report: a benchmark's result table, printed for people and written as
+// CSV and JSON for machines.  Every benchmark in bench/ uses it, so every one
+// accepts `--json PATH` / `--csv PATH` with the same shape: one JSON object
+// per table row, keyed by the column names.
+//
+//   Report r({"threads", "mode", "tx_per_s"});
+//   r.AddRow({Cell(4), Cell("wakeq"), Cell(123456.0, 0)});
+//   r.Print(stdout);
+//   r.WriteJson("out.json");
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "base/status.h"
+
+namespace walfs::bench {
+
+// One value: text, an integer, or a number printed with `precision` decimals.
+struct Cell {
+  Cell(const char* s) : value(std::string(s)) {}                 // NOLINT
+  Cell(std::string s) : value(std::move(s)) {}                   // NOLINT
+  Cell(std::int64_t v) : value(v) {}                             // NOLINT
+  Cell(int v) : value(std::int64_t{v}) {}                        // NOLINT
+  Cell(std::uint64_t v) : value(static_cast<std::int64_t>(v)) {} // NOLINT
+  Cell(double v, int prec = 2) : value(v), precision(prec) {}    // NOLINT
+
+  std::variant<std::string, std::int64_t, double> value;
+  int precision = 2;
+
+  std::string Text() const;
+};
+
+class Report {
+ public:
+  explicit Report(std::vector<std::string> columns) : columns_(std::move(columns)) {}
+
+  void AddRow(std::vector<Cell> row);
+  void Print(std::FILE* out, const std::string& title = "") const;
+  Status WriteCsv(const std::string& path) const;
+  Status WriteJson(const std::string& path) const;
+
+  const std::vector<std::string>& columns() const { return columns_; }
+  const std::vector<std::vector<Cell>>& rows() const { return rows_; }
+
+ private:
+  std::vector<std::string> columns_;
+  std::vector<std::vector<Cell>> rows_;
+};
+
+// The median of `v` (the mean of the middle two for an even count); 0 if empty.
+double Median(std::vector<double> v);
+
+}  // namespace walfs::bench

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The CI test run (.ci/run calls exactly this).  Installs what is missing, then
+# runs each job in order, stopping at the first that fails:
+#
+#   a. gcc     RelWithDebInfo            build/                 ctest
+#   b. clang   -DWALFS_WERROR=ON         build/variants/clang   ctest
+#              (-Wthread-safety, STYLE.md rule 10)
+#   c. asan    clang, address,undefined  build/variants/asan    ctest
+#   d. tsan    clang, thread             build/variants/tsan    ctest
+#
+# Each ctest prints its own summary; the last line of the run is the total
+# over all jobs, "N passed, N failed".
+#
+# Usage: scripts/test.sh [--quick]     --quick runs job (a) only.
+# Environment: WALFS_JOBS   parallel build and test jobs (default 2).
+set -euo pipefail
+
+usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; }
+
+quick=0
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick=1 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "test.sh: unknown argument '$arg'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$PWD
+jobs=${WALFS_JOBS:-2}
+
+scripts/setup.sh
+
+total_passed=0
+total_failed=0
+current_job=""
+timings=()
+
+# Whatever happens, the run ends with the total over the jobs that ran.
+finish() {
+  local rc=$?
+  echo
+  if ((${#timings[@]} > 0)); then
+    echo "==== job times ===="
+    printf '  %s\n' "${timings[@]}"
+  fi
+  if ((rc != 0)) && [[ -n "$current_job" ]]; then
+    echo "==== FAILED: job $current_job (exit $rc) ===="
+  fi
+  echo "${total_passed} passed, ${total_failed} failed"
+}
+trap finish EXIT
+
+# run_job NAME BUILD_DIR ENV... -- CMAKE_ARGS...
+#   Configures BUILD_DIR with Ninja, builds it, and runs ctest there with the
+#   given environment (VAR=value words before the "--").
+run_job() {
+  local name=$1 dir=$2
+  shift 2
+  local -a env_vars=()
+  while (($# > 0)) && [[ "$1" != -- ]]; do env_vars+=("$1"); shift; done
+  shift  # the "--"
+  local start=$SECONDS
+  current_job=$name
+
+  echo
+  echo "================================================================"
+  echo "==== job $name: $dir"
+  echo "==== cmake $*"
+  if ((${#env_vars[@]} > 0)); then echo "==== env ${env_vars[*]}"; fi
+  echo "================================================================"
+
+  cmake -G Ninja -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+  cmake --build "$dir" -j "$jobs"
+
+  # A test that hangs fails after --timeout seconds instead of eating CI.
+  local log="$dir/ctest.log" rc=0
+  env "${env_vars[@]}" ctest --test-dir "$dir" --output-on-failure -j "$jobs" \
+    --timeout 600 2>&1 | tee "$log" || rc=$?
+
+  local line failed=0 total=0
+  line=$(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1 || true)
+  if [[ -z "$line" ]]; then
+    echo "test.sh: job $name ran no test" >&2
+    return 1
+  fi
+  failed=$(sed -E 's/.* ([0-9]+) tests? failed out of.*/\1/' <<<"$line")
+  total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$line")
+  total_passed=$((total_passed + total - failed))
+  total_failed=$((total_failed + failed))
+
+  timings+=("$(printf '%-6s %4ds  %s' "$name" $((SECONDS - start)) "$line")")
+  ((rc == 0 && failed == 0)) || return 1
+  current_job=""
+}
+
+run_job gcc build -- \
+  -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
+
+if ((quick)); then exit 0; fi
+
+run_job clang build/variants/clang -- \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DWALFS_WERROR=ON
+
+run_job asan build/variants/asan \
+  ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 -- \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DWALFS_SANITIZE=address,undefined
+
+run_job tsan build/variants/tsan \
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 -- \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DWALFS_SANITIZE=thread
