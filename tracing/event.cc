@@ -1,0 +1,117 @@
+#include "tracing/event.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+
+namespace walfs::tracing {
+
+std::string_view FieldKindName(FieldKind kind) {
+  constexpr std::string_view kNames[] = {"u64", "i64", "hex"};
+  return kNames[static_cast<int>(kind)];
+}
+
+std::string_view EventKindName(EventKind kind) {
+  constexpr std::string_view kNames[] = {"instant", "begin", "end", "counter"};
+  return kNames[static_cast<int>(kind)];
+}
+
+EventDef::EventDef(std::string_view subsystem, std::string_view name, EventKind kind,
+                   std::initializer_list<FieldDef> fields)
+    : subsystem_(subsystem),
+      name_(name),
+      full_name_(std::string(subsystem) + "_" + std::string(name)),
+      kind_(kind) {
+  WALFS_CHECK_MSG(fields.size() <= static_cast<std::size_t>(kMaxFields),
+                  "trace event declared with too many fields");
+  for (const FieldDef& f : fields) fields_[nfields_++] = f;
+  Catalogue::Get().Register(this);
+}
+
+Catalogue& Catalogue::Get() {
+  static Catalogue* catalogue = new Catalogue;  // never destroyed: events outlive main()
+  return *catalogue;
+}
+
+void Catalogue::Register(EventDef* event) {
+  MutexLock l(&mu_);
+  for (const EventDef* e : events_)
+    WALFS_CHECK_MSG(e->subsystem_ != event->subsystem_ || e->name_ != event->name_,
+                    "trace event declared twice");
+  WALFS_CHECK_MSG(events_.size() < 0xffff, "too many trace events");
+  events_.push_back(event);
+  event->id_ = static_cast<std::uint16_t>(events_.size());
+  RefreshLocked(event);
+}
+
+void Catalogue::RefreshLocked(EventDef* event) {
+  event->active_.store(event->enabled_.load(std::memory_order_relaxed) && tracing_on(),
+                       std::memory_order_relaxed);
+}
+
+std::vector<const EventDef*> Catalogue::Events() const {
+  MutexLock l(&mu_);
+  return {events_.begin(), events_.end()};
+}
+
+const EventDef* Catalogue::Find(std::string_view subsystem, std::string_view name) const {
+  MutexLock l(&mu_);
+  for (const EventDef* e : events_)
+    if (e->subsystem_ == subsystem && e->name_ == name) return e;
+  return nullptr;
+}
+
+const EventDef* Catalogue::ById(std::uint16_t id) const {
+  MutexLock l(&mu_);
+  if (id == 0 || id > events_.size()) return nullptr;
+  return events_[id - 1];
+}
+
+std::vector<std::string> Catalogue::Subsystems() const {
+  MutexLock l(&mu_);
+  std::vector<std::string> out;
+  for (const EventDef* e : events_)
+    if (std::find(out.begin(), out.end(), e->subsystem_) == out.end()) out.push_back(e->subsystem_);
+  return out;
+}
+
+Status Catalogue::SetEnabled(std::string_view subsystem, std::string_view name, bool on) {
+  MutexLock l(&mu_);
+  for (EventDef* e : events_) {
+    if (e->subsystem_ == subsystem && e->name_ == name) {
+      e->enabled_.store(on, std::memory_order_relaxed);
+      RefreshLocked(e);
+      return Status::Ok();
+    }
+  }
+  return Status::NotFound("no trace event " + std::string(subsystem) + "/" + std::string(name));
+}
+
+Status Catalogue::SetSubsystemEnabled(std::string_view subsystem, bool on) {
+  MutexLock l(&mu_);
+  bool found = false;
+  for (EventDef* e : events_) {
+    if (e->subsystem_ != subsystem) continue;
+    found = true;
+    e->enabled_.store(on, std::memory_order_relaxed);
+    RefreshLocked(e);
+  }
+  if (!found) return Status::NotFound("no trace subsystem " + std::string(subsystem));
+  return Status::Ok();
+}
+
+void Catalogue::SetAllEnabled(bool on) {
+  MutexLock l(&mu_);
+  for (EventDef* e : events_) {
+    e->enabled_.store(on, std::memory_order_relaxed);
+    RefreshLocked(e);
+  }
+}
+
+void Catalogue::SetTracingOn(bool on) {
+  MutexLock l(&mu_);
+  tracing_on_.store(on, std::memory_order_relaxed);
+  for (EventDef* e : events_) RefreshLocked(e);
+}
+
+}  // namespace walfs::tracing

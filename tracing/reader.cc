@@ -1,0 +1,113 @@
+#include "tracing/reader.h"
+
+#include <algorithm>
+
+#include "base/mutex.h"
+
+namespace walfs::tracing {
+
+namespace {
+// Ring::Consume allows one consumer at a time per ring; consuming readers
+// take turns through this lock (a leaf lock).
+Mutex g_consume_mu;
+constexpr std::size_t kBatch = 512;
+}  // namespace
+
+void TraceReader::Refill() {
+  MutexLock l(&g_consume_mu);
+  for (const std::shared_ptr<Ring>& ring : tracer_->Rings()) {
+    Pending& p = pending_[ring.get()];
+    if (!p.ring) {
+      p.ring = ring;
+      p.comm = std::make_shared<const std::string>(ring->comm());
+    }
+    if (p.next < p.records.size()) continue;  // still has buffered records
+    p.records.resize(kBatch);
+    p.next = 0;
+    const std::size_t n = ring->Consume(p.records.data(), kBatch, &p.lost);
+    p.records.resize(n);
+  }
+  // Forget rings that are gone from the tracer and fully returned.
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    const Pending& p = it->second;
+    const bool empty = p.next >= p.records.size() && p.lost == 0;
+    if (empty && p.ring->retired() && !p.ring->HasUnread())
+      it = pending_.erase(it);
+    else
+      ++it;
+  }
+}
+
+void TraceReader::Merge(std::size_t max, std::vector<TraceEntry>* out) {
+  while (out->size() < max) {
+    Pending* best = nullptr;
+    for (auto& [key, p] : pending_) {
+      if (p.lost > 0) {  // a loss is reported where it happened: before the next record
+        TraceEntry e;
+        e.type = TraceEntry::Type::kLost;
+        e.lost = p.lost;
+        e.tid = p.ring->tid();
+        e.comm = p.comm;
+        out->push_back(std::move(e));
+        p.lost = 0;
+        if (out->size() >= max) return;
+      }
+      if (p.next >= p.records.size()) continue;
+      if (best == nullptr ||
+          p.records[p.next].timestamp < best->records[best->next].timestamp)
+        best = &p;
+    }
+    if (best == nullptr) return;
+    TraceEntry e;
+    e.record = best->records[best->next++];
+    e.tid = best->ring->tid();
+    e.comm = best->comm;
+    out->push_back(std::move(e));
+  }
+}
+
+Result<std::vector<TraceEntry>> TraceReader::Read(std::size_t max, std::int64_t timeout_ns) {
+  std::vector<TraceEntry> out;
+  if (max == 0) return out;
+  for (;;) {
+    Refill();
+    Merge(max, &out);
+    if (!out.empty()) return out;
+    if (timeout_ns == 0) return Status::WouldBlock("no trace events to read");
+    if (!tracer_->WaitForData(timeout_ns) && !tracer_->HasUnread())
+      return Status::WouldBlock("no trace events before the timeout");
+  }
+}
+
+std::vector<TraceEntry> TraceReader::Snapshot(Tracer* tracer) {
+  std::vector<TraceEntry> out;
+  for (const std::shared_ptr<Ring>& ring : tracer->Rings()) {
+    auto comm = std::make_shared<const std::string>(ring->comm());
+    std::vector<Record> records(ring->capacity());
+    std::uint64_t lost = 0;
+    records.resize(ring->Peek(records.data(), records.size(), &lost));
+    if (lost > 0) {
+      TraceEntry e;
+      e.type = TraceEntry::Type::kLost;
+      e.lost = lost;
+      e.tid = ring->tid();
+      e.comm = comm;
+      e.record.timestamp = records.empty() ? 0 : records.front().timestamp;
+      out.push_back(std::move(e));
+    }
+    for (const Record& r : records) {
+      TraceEntry e;
+      e.record = r;
+      e.tid = ring->tid();
+      e.comm = comm;
+      out.push_back(std::move(e));
+    }
+  }
+  // Lost markers carry the timestamp of the record they precede.
+  std::stable_sort(out.begin(), out.end(), [](const TraceEntry& a, const TraceEntry& b) {
+    return a.record.timestamp < b.record.timestamp;
+  });
+  return out;
+}
+
+}  // namespace walfs::tracing
