@@ -4,10 +4,15 @@
 // on a thread that is in the middle of writing an event.  Handlers installed
 // through InstallSignalHandler() run behind a wrapper that tells them:
 //  - safe: a handler for an asynchronous signal that lands mid-write is held
-//    and run as soon as the write ends (the userspace analogue of
-//    local_irq_save: a flag that our own signal entry checks, instead of two
-//    sigprocmask syscalls per event).  Fault signals (SIGSEGV, SIGBUS,
-//    SIGFPE, SIGILL, SIGTRAP, SIGSYS) are never held.
+//    and run as soon as the write ends, and the signal stays blocked until
+//    then (the wrapper adds it to the interrupted context's uc_sigmask, so
+//    further instances wait in the kernel exactly as for a blocked signal).
+//    This is the userspace analogue of local_irq_save: a flag our own signal
+//    entry checks costs nothing per event, where sigprocmask would cost two
+//    syscalls per event; a syscall (the unblock) is made only when a signal
+//    actually landed mid-write.  Fault signals (SIGSEGV, SIGBUS, SIGFPE,
+//    SIGILL, SIGTRAP, SIGSYS) are never held.  A held handler runs with a
+//    null ucontext argument.
 //  - context: the handler runs at once, in the signal context; its events
 //    nest inside the interrupted one.
 // Handlers installed with plain sigaction() still work, but their events are

@@ -30,6 +30,9 @@ struct ThreadState {
   volatile sig_atomic_t running_deferred;
   volatile sig_atomic_t npending;
   std::uint32_t pending_overflow;  // held signals beyond kMaxDeferred (run at once)
+  // Signals held and blocked (through the interrupted context's signal mask)
+  // until the write ends; bit n-1 for signal n.
+  volatile std::uint64_t blocked_mask;
   static constexpr int kMaxDeferred = 8;
   DeferredSignal pending[kMaxDeferred];
 };

@@ -93,6 +93,8 @@ Status Tracer::SetOptions(const TracerOptions& o) {
   wakeup_delay_us_.store(o.wakeup_delay_us, std::memory_order_relaxed);
   // Threads pick up a ring of the new size at their next event.
   if (resize) generation_.fetch_add(1, std::memory_order_relaxed);
+  // A pending deferred wakeup re-reads the delay.
+  if (WaitToken* t = waker_token_.load(std::memory_order_acquire)) t->Signal();
   return Status::Ok();
 }
 
@@ -260,10 +262,16 @@ void Tracer::WakerMain() {
       token.Wait();
       continue;
     }
-    const std::int64_t deadline =
-        MonotonicNanos() + std::int64_t{wakeup_delay_us_.load(std::memory_order_relaxed)} * 1000;
-    for (std::int64_t left; (left = deadline - MonotonicNanos()) > 0 && !waker_stop_.load();)
+    // The delay is re-read on every pass: SetOptions() signals us, so a
+    // shorter delay set while we wait applies to this wakeup already.
+    const std::int64_t armed_at = MonotonicNanos();
+    for (;;) {
+      const std::int64_t delay_ns =
+          std::int64_t{wakeup_delay_us_.load(std::memory_order_relaxed)} * 1000;
+      const std::int64_t left = armed_at + delay_ns - MonotonicNanos();
+      if (left <= 0 || waker_stop_.load()) break;
       token.WaitFor(left);
+    }
     waker_armed_.store(false, std::memory_order_seq_cst);
     WakeReaders();
   }

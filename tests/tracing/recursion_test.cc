@@ -1,0 +1,130 @@
+// Specs of recursion protection under a signal storm: a helper thread sends
+// SIGUSR1 to an emitting thread as fast as it can, and the handler emits too.
+//   safe:    handlers are held until the write ends: no handler event lost
+//   context: handler events nest: none lost
+//   fast:    handler events landing mid-write are dropped, and every drop
+//            is counted as a recursion miss
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tracing/reader.h"
+#include "tracing/signals.h"
+#include "tracing/tracer.h"
+
+namespace walfs::tracing {
+namespace {
+
+WALFS_TRACE_EVENT(kWorkEvent, "test_recursion", "work", EventKind::kInstant, {"i"});
+WALFS_TRACE_EVENT(kInHandler, "test_recursion", "in_handler", EventKind::kInstant, {"n"});
+
+std::atomic<std::uint64_t> g_handler_attempts{0};
+
+void Handler(int, siginfo_t*, void*) {
+  const std::uint64_t n = g_handler_attempts.fetch_add(1, std::memory_order_relaxed);
+  WALFS_TRACE(kInHandler, n);
+}
+
+struct StormResult {
+  std::uint64_t work_events = 0;
+  std::uint64_t handler_events = 0;
+  std::uint64_t handler_attempts = 0;
+  std::uint64_t misses = 0;
+  std::uint64_t lost = 0;
+};
+
+StormResult RunStorm(RecursionMode mode, bool wrapped) {
+  Tracer::Get().ResetForTesting();
+  TracerOptions o;
+  o.recursion = mode;
+  o.overwrite = false;
+  o.buffer_size_kb = 65536;  // 1M records: nothing is dropped for space
+  EXPECT_TRUE(Tracer::Get().SetOptions(o).ok());
+  EXPECT_TRUE(Catalogue::Get().SetSubsystemEnabled("test_recursion", true).ok());
+  g_handler_attempts.store(0);
+  if (wrapped) {
+    EXPECT_TRUE(InstallSignalHandler(SIGUSR1, Handler).ok());
+  } else {
+    struct sigaction sa {};
+    sa.sa_sigaction = Handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigaction(SIGUSR1, &sa, nullptr);
+  }
+
+  constexpr int kWorkCount = 300000;
+  std::atomic<bool> done{false};
+  std::atomic<pthread_t> target{};
+  std::atomic<bool> ready{false};
+  std::thread emitter([&] {
+    WALFS_TRACE(kWorkEvent, -1);  // registers the ring before the storm starts
+    target.store(pthread_self());
+    ready.store(true);
+    for (int i = 0; i < kWorkCount; ++i) WALFS_TRACE(kWorkEvent, i);
+    done.store(true);
+  });
+  while (!ready.load()) std::this_thread::yield();
+  std::thread storm([&] {
+    while (!done.load()) pthread_kill(target.load(), SIGUSR1);
+  });
+  emitter.join();
+  storm.join();
+  // Signals still pending were delivered before the emitter exited.
+
+  StormResult r;
+  TraceReader reader(&Tracer::Get());
+  for (;;) {
+    auto got = reader.Read(1 << 20, 0);
+    if (!got.ok()) break;
+    for (const TraceEntry& e : *got) {
+      if (e.type == TraceEntry::Type::kLost) r.lost += e.lost;
+      else if (e.record.event_id == kWorkEvent.id()) ++r.work_events;
+      else if (e.record.event_id == kInHandler.id()) ++r.handler_events;
+    }
+  }
+  const TracerStats s = Tracer::Get().Stats();
+  r.misses = s.totals.recursion_misses + s.lost_unattached;
+  r.lost += s.totals.drops;
+  r.handler_attempts = g_handler_attempts.load();
+  EXPECT_TRUE(RestoreDefaultSignalHandler(SIGUSR1).ok());
+  Tracer::Get().ResetForTesting();
+  return r;
+}
+
+TEST(RecursionUnderSignalStorm, SafeModeHoldsHandlersAndLosesNothing) {
+  StormResult r = RunStorm(RecursionMode::kSafe, true);
+  EXPECT_EQ(r.work_events, 300001u);
+  EXPECT_GT(r.handler_attempts, 0u);
+  EXPECT_EQ(r.handler_events, r.handler_attempts);
+  EXPECT_EQ(r.misses, 0u);
+  EXPECT_EQ(r.lost, 0u);
+}
+
+TEST(RecursionUnderSignalStorm, ContextModeNestsHandlerEventsAndLosesNothing) {
+  StormResult r = RunStorm(RecursionMode::kContext, true);
+  EXPECT_EQ(r.work_events, 300001u);
+  EXPECT_GT(r.handler_attempts, 0u);
+  EXPECT_EQ(r.handler_events, r.handler_attempts);
+  EXPECT_EQ(r.misses, 0u);
+  EXPECT_EQ(r.lost, 0u);
+}
+
+TEST(RecursionUnderSignalStorm, FastModeCountsEveryDroppedHandlerEvent) {
+  StormResult r = RunStorm(RecursionMode::kFast, true);
+  EXPECT_EQ(r.work_events, 300001u);
+  EXPECT_GT(r.handler_attempts, 0u);
+  EXPECT_EQ(r.handler_events + r.misses, r.handler_attempts);
+  EXPECT_EQ(r.lost, 0u);
+}
+
+TEST(RecursionUnderSignalStorm, SafeModeCountsEventsOfUnwrappedHandlersThatLandMidWrite) {
+  StormResult r = RunStorm(RecursionMode::kSafe, false);
+  EXPECT_EQ(r.work_events, 300001u);
+  EXPECT_EQ(r.handler_events + r.misses, r.handler_attempts);
+}
+
+}  // namespace
+}  // namespace walfs::tracing
