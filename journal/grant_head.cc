@@ -4,6 +4,7 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "journal/journal_events.h"
 #include "journal/log_space.h"
 
 namespace walfs::journal {
@@ -33,7 +34,7 @@ LatencySummary Summarize(const Histogram& h) {
 }
 
 GrantHead::GrantHead(std::string_view name, LogSpace* log, HeadLockKind lock_kind)
-    : log_(log), name_(name), lock_(lock_kind) {}
+    : log_(log), name_(name), index_(name == "write" ? 1 : 0), lock_(lock_kind) {}
 
 GrantHead::~GrantHead() {
   HeadLockGuard guard(&lock_);
@@ -136,6 +137,7 @@ bool GrantHead::WakeLocked(std::int64_t* free, WakeQueue* wakeq) {
       continue;
     }
     if (t.signals_ > 0) Inc(&counters_.duplicate_wakes);
+    WALFS_TRACE(kTraceGrantWake, index_, t.tid(), t.need_);
     ++t.signals_;
     BumpMax(&counters_.max_signals_per_cycle, t.signals_);
     Inc(&counters_.wakes_issued);
@@ -166,16 +168,25 @@ Status GrantHead::WaitLocked(Ticket* tic, std::int64_t need, WakeQueue* wakeq) {
     // Re-check on every pass, the first included: space may have come back
     // between the caller's check and our enqueue (no lost wakeup at the edge).
     if (TryClaimLocked(need, NeedAheadOfLocked(tic))) {
-      if (woken) Inc(&counters_.useful_wakes);
-      grant_wait_ns_.Record(MonotonicNanos() - tic->enqueued_at_ns_);
+      const std::int64_t waited = MonotonicNanos() - tic->enqueued_at_ns_;
+      if (woken) {
+        Inc(&counters_.useful_wakes);
+        WALFS_TRACE(kTraceGrantWakeup, index_, tic->tid(), 1);
+        WALFS_TRACE(kTraceGrantGranted, index_, tic->tid(), need, waited);
+      }
+      grant_wait_ns_.Record(waited);
       DequeueLocked(tic);
       return Status::Ok();
     }
-    if (woken) Inc(&counters_.futile_wakes);
+    if (woken) {
+      Inc(&counters_.futile_wakes);
+      WALFS_TRACE(kTraceGrantWakeup, index_, tic->tid(), 0);
+    }
     // We have run: the next wake pass may signal us again.
     tic->flags_ &= ~kTicketWaking;
     tic->signals_ = 0;
     Inc(&counters_.sleeps);
+    WALFS_TRACE(kTraceGrantSleep, index_, tic->tid(), need, FreeBytes(), waiters_.size());
 
     lock_.Unlock();
     IssueWakes(wakeq);   // wakes our own wake pass collected, before we sleep
@@ -204,6 +215,7 @@ void GrantHead::IssueWakes(WakeQueue* wakeq) {
   if (wakeq->empty()) return;
   const std::size_t n = wakeq->size();
   wake_batch_.Record(static_cast<std::int64_t>(n));
+  WALFS_TRACE(kTraceWakeBatch, index_, n);
   Inc(lock_.HeldByCurrentThread() ? &counters_.signals_under_lock
                                   : &counters_.signals_after_unlock,
       n);

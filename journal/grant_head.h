@@ -109,6 +109,7 @@ class GrantHead {
 
   LogSpace* const log_;
   const std::string name_;
+  const int index_;  // 0 reserve, 1 write: the `head` field of trace events
 
   // Lock order: a thread holds at most one head lock, and never across a
   // sleep, a push of the tail or a call out of the journal.

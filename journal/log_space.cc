@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "journal/journal_events.h"
 
 namespace walfs::journal {
 
@@ -47,6 +48,7 @@ Result<TicketRef> LogSpace::Reserve(std::int32_t unit_bytes, std::int32_t cnt,
   TicketRef tic(new Ticket(next_tid_.fetch_add(1, std::memory_order_relaxed), unit_bytes,
                            cnt, permanent),
                 /*add_ref=*/false);
+  WALFS_TRACE(kTraceReserve, tic->tid(), unit_bytes, cnt, permanent);
   const std::int64_t need = tic->ReserveHeadNeed();
   WALFS_RETURN_IF_ERROR(reserve_head_.Grant(tic.get(), need));
   // The write head is charged the same without a check: it never holds more
@@ -64,6 +66,7 @@ Status LogSpace::Regrant(Ticket* tic) {
   // (XFS's "+1 per roll" could collide with our sequential tids).
   tic->tid_ = next_tid_.fetch_add(1, std::memory_order_relaxed);
   tic->curr_res_ = tic->unit_res_;
+  WALFS_TRACE(kTraceRegrant, tic->tid(), tic->cnt_, tic->cnt_ == 0);
   if (tic->cnt_ > 0) return Status::Ok();
 
   // Every pre-reserved step is used: wait for one unit on the write head.
@@ -78,6 +81,7 @@ Status LogSpace::Regrant(Ticket* tic) {
 void LogSpace::TicketRegrant(Ticket* tic) {
   Inc(&counters_.ticket_regrants);
   if (tic->cnt_ > 0) --tic->cnt_;
+  WALFS_TRACE(kTraceTicketRegrant, tic->tid(), tic->cnt_, tic->curr_res_);
   reserve_head_.Sub(tic->curr_res_);
   write_head_.Sub(tic->curr_res_);
   tic->curr_res_ = tic->unit_res_;
@@ -102,6 +106,7 @@ void LogSpace::TicketUngrant(Ticket* tic) {
     WALFS_CHECK(tic->permanent());
     bytes += std::int64_t{tic->unit_res_} * tic->cnt_;
   }
+  WALFS_TRACE(kTraceTicketUngrant, tic->tid(), bytes);
   reserve_head_.Sub(bytes);
   // After a roll at cnt 0 whose Regrant failed or never ran, the current
   // step's unit was charged to the reserve head only.
@@ -133,6 +138,8 @@ void LogSpace::ReturnSpace(std::int64_t bytes) {
   tail_space_.fetch_add(bytes, std::memory_order_seq_cst);
   reserve_head_.Sub(bytes);
   write_head_.Sub(bytes);
+  WALFS_TRACE(kTraceReturnSpace, bytes, tail_space());
+  WALFS_TRACE(kTraceGrantBytes, reserve_head_.grant(), write_head_.grant(), tail_space());
   // Free space is unchanged, but a waiter that checked inside the window
   // above saw it `bytes` too small and may have gone to sleep: wake it.
   SpaceWake();
@@ -143,11 +150,14 @@ void LogSpace::MoveTail(std::int64_t bytes) {
   const std::int64_t before = tail_space_.fetch_sub(bytes, std::memory_order_seq_cst);
   // The tail cannot pass the AIL head.
   WALFS_CHECK_MSG(before >= bytes, "tail moved past the head");
+  WALFS_TRACE(kTraceMoveTail, bytes, before - bytes);
+  WALFS_TRACE(kTraceGrantBytes, reserve_head_.grant(), write_head_.grant(), before - bytes);
   SpaceWake();
 }
 
 void LogSpace::Shutdown() {
   if (shutdown_.exchange(true, std::memory_order_seq_cst)) return;
+  WALFS_TRACE(kTraceShutdown);
   reserve_head_.WakeAllForShutdown();
   write_head_.WakeAllForShutdown();
 }
