@@ -30,6 +30,53 @@ if(WALFS_SANITIZE)
   add_link_options(-fsanitize=${WALFS_SANITIZE})
 endif()
 
+if(WALFS_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "WALFS_FUZZ=ON needs clang (libFuzzer)")
+  endif()
+  if(WALFS_SANITIZE AND NOT WALFS_SANITIZE STREQUAL "address,undefined")
+    message(FATAL_ERROR "WALFS_FUZZ=ON builds with address,undefined, not ${WALFS_SANITIZE}")
+  endif()
+  # Every library gets libFuzzer's coverage instrumentation (fuzzer-no-link),
+  # or the fuzzer would see no edges in the decoders it drives; and the same
+  # sanitizers as the fuzzer, failing hard (STYLE.md rule 20).
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+  # Decoders compute CRCs but ignore mismatches in this build, so that the
+  # fuzzer gets past them (the OSS-Fuzz convention).  Unit tests that check
+  # CRCs fail here: this build is for the fuzzers only.
+  add_compile_definitions(FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION)
+  # `cmake --build <dir> --target fuzzers` builds the fuzzers and their seeds only.
+  add_custom_target(fuzzers)
+endif()
+
+# walfs_add_fuzzer(NAME <name> SOURCES <files...> LIBS <targets...>
+#                  [CORPUS <seed dir>] [DEPENDS <targets that make the seeds>])
+# A libFuzzer target (STYLE.md rule 18), built only with WALFS_FUZZ=ON, plus
+# a ctest labelled `fuzz` that runs it for 10 seconds over the seeds.  New
+# inputs go to <build>/.../<name>_corpus, never into the seed directory.
+function(walfs_add_fuzzer)
+  cmake_parse_arguments(F "" "NAME;CORPUS" "SOURCES;LIBS;DEPENDS" ${ARGN})
+  if(NOT WALFS_FUZZ)
+    return()
+  endif()
+  add_executable(${F_NAME} ${F_SOURCES})
+  target_compile_options(${F_NAME} PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_options(${F_NAME} PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(${F_NAME} PRIVATE ${F_LIBS} walfs_policy)
+  set_target_properties(${F_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/fuzz)
+  add_dependencies(fuzzers ${F_NAME})
+  if(F_DEPENDS)
+    add_dependencies(fuzzers ${F_DEPENDS})
+  endif()
+  set(work_corpus ${CMAKE_CURRENT_BINARY_DIR}/${F_NAME}_corpus)
+  file(MAKE_DIRECTORY ${work_corpus})
+  add_test(NAME ${F_NAME}
+    COMMAND ${F_NAME} -max_total_time=10 -print_final_stats=1 ${work_corpus} ${F_CORPUS})
+  set_tests_properties(${F_NAME} PROPERTIES LABELS fuzz TIMEOUT 120)
+endfunction()
+
 # walfs_add_test(NAME <name> SOURCES <files...> LIBS <targets...> [LABEL <label>])
 # One gtest binary per component; each TEST becomes its own ctest entry.
 function(walfs_add_test)
@@ -42,4 +89,24 @@ function(walfs_add_test)
   set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/tests)
   # One label: gtest_discover_tests cannot pass a list through PROPERTIES.
   gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${T_LABEL})
+endfunction()
+
+# walfs_enable_function_trace(<target>): with -DWALFS_FUNCTION_TRACE=ON, builds
+# <target> with -finstrument-functions so every function entry and exit is
+# recorded as a func/entry and func/exit trace event (tracing/function_trace.cc).
+# The tracer and base are never instrumented.
+option(WALFS_FUNCTION_TRACE "Instrument chosen targets with -finstrument-functions" OFF)
+# clang 14 instruments libstdc++'s extern-template inlines with plain
+# -finstrument-functions and then fails to link them; instrumenting after
+# inlining avoids that (and skips functions that were inlined anyway).
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  set(WALFS_INSTRUMENT_FLAG -finstrument-functions-after-inlining)
+else()
+  set(WALFS_INSTRUMENT_FLAG -finstrument-functions)
+endif()
+function(walfs_enable_function_trace target)
+  if(WALFS_FUNCTION_TRACE)
+    target_compile_options(${target} PRIVATE ${WALFS_INSTRUMENT_FLAG})
+    target_link_libraries(${target} PRIVATE walfs::tracing)
+  endif()
 endfunction()

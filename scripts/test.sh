@@ -7,6 +7,8 @@
 #              (-Wthread-safety, STYLE.md rule 10)
 #   c. asan    clang, address,undefined  build/variants/asan    ctest
 #   d. tsan    clang, thread             build/variants/tsan    ctest
+#   e. fuzz    clang, -DWALFS_FUZZ=ON    build/variants/fuzz    ctest -L fuzz
+#              (builds only the libFuzzer targets; each runs 10 s)
 #
 # Each ctest prints its own summary; the last line of the run is the total
 # over all jobs, "N passed, N failed".
@@ -52,12 +54,21 @@ finish() {
 }
 trap finish EXIT
 
-# run_job NAME BUILD_DIR ENV... -- CMAKE_ARGS...
-#   Configures BUILD_DIR with Ninja, builds it, and runs ctest there with the
-#   given environment (VAR=value words before the "--").
+# run_job NAME BUILD_DIR [--target T] [--label L] ENV... -- CMAKE_ARGS...
+#   Configures BUILD_DIR with Ninja, builds it (only target T with --target),
+#   and runs ctest there (only tests labelled L with --label) with the given
+#   environment (VAR=value words before the "--").
 run_job() {
   local name=$1 dir=$2
   shift 2
+  local -a build_args=() ctest_args=()
+  while (($# > 0)); do
+    case "$1" in
+      --target) build_args+=(--target "$2"); shift 2 ;;
+      --label) ctest_args+=(-L "$2"); shift 2 ;;
+      *) break ;;
+    esac
+  done
   local -a env_vars=()
   while (($# > 0)) && [[ "$1" != -- ]]; do env_vars+=("$1"); shift; done
   shift  # the "--"
@@ -72,12 +83,12 @@ run_job() {
   echo "================================================================"
 
   cmake -G Ninja -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
-  cmake --build "$dir" -j "$jobs"
+  cmake --build "$dir" -j "$jobs" "${build_args[@]}"
 
   # A test that hangs fails after --timeout seconds instead of eating CI.
   local log="$dir/ctest.log" rc=0
   env "${env_vars[@]}" ctest --test-dir "$dir" --output-on-failure -j "$jobs" \
-    --timeout 600 2>&1 | tee "$log" || rc=$?
+    --timeout 600 "${ctest_args[@]}" 2>&1 | tee "$log" || rc=$?
 
   local line failed=0 total=0
   line=$(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1 || true)
@@ -113,3 +124,9 @@ run_job tsan build/variants/tsan \
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 -- \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DWALFS_SANITIZE=thread
+
+# libFuzzer targets (STYLE.md rule 18), each for 10 s from its seed corpus.
+run_job fuzz build/variants/fuzz --target fuzzers --label fuzz \
+  ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 -- \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DWALFS_FUZZ=ON

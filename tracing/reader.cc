@@ -48,6 +48,9 @@ void TraceReader::Merge(std::size_t max, std::vector<TraceEntry>* out) {
         e.lost = p.lost;
         e.tid = p.ring->tid();
         e.comm = p.comm;
+        // Stamped like the record it precedes (as Snapshot does), so that
+        // exporters can place it on the timeline.
+        if (p.next < p.records.size()) e.record.timestamp = p.records[p.next].timestamp;
         out->push_back(std::move(e));
         p.lost = 0;
         if (out->size() >= max) return;

@@ -18,6 +18,19 @@ using namespace trace_file;  // NOLINT: the format's constants, in this file onl
 
 namespace {
 
+// Fuzz builds (-DWALFS_FUZZ=ON defines FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION,
+// as OSS-Fuzz does) compute CRCs but do not act on a mismatch, so that the
+// fuzzer reaches the parsers behind them instead of stopping at every CRC.
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+constexpr bool kCrcMismatchIsFatal = false;
+#else
+constexpr bool kCrcMismatchIsFatal = true;
+#endif
+
+bool CrcMatches(std::uint32_t stored_masked, const char* data, std::size_t n) {
+  return crc32c::Unmask(stored_masked) == crc32c::Value(data, n) || !kCrcMismatchIsFatal;
+}
+
 // Bounds-checked little-endian reads from one section's payload.  Every
 // getter returns false, consuming nothing, if the bytes are not there.
 class Cursor {
@@ -122,8 +135,7 @@ Status TraceFileReader::ReadHeader() {
   if (h.size() < kFileHeaderSize)
     return Fail(Status::Corruption(
         fmt::format("trace file header truncated at {} of {} bytes", h.size(), kFileHeaderSize)));
-  const std::uint32_t crc = crc32c::Unmask(DecodeFixed32(h.data() + kHeaderCrcOffset));
-  if (crc != crc32c::Value(h.data(), kHeaderCrcOffset))
+  if (!CrcMatches(DecodeFixed32(h.data() + kHeaderCrcOffset), h.data(), kHeaderCrcOffset))
     return Fail(Status::Corruption("trace file header CRC mismatch"));
   info_.version = DecodeFixed16(h.data() + kVersionOffset);
   if (info_.version != kVersion)
@@ -151,9 +163,8 @@ Status TraceFileReader::ReadChunk(std::vector<TraceEntry>* out) {
       torn_bytes_ = h.size();
       break;
     }
-    const std::uint32_t header_crc =
-        crc32c::Unmask(DecodeFixed32(h.data() + kSectionHeaderCrcOffset));
-    if (header_crc != crc32c::Value(h.data(), kSectionHeaderCrcOffset))
+    if (!CrcMatches(DecodeFixed32(h.data() + kSectionHeaderCrcOffset), h.data(),
+                    kSectionHeaderCrcOffset))
       return Fail(Status::Corruption(
           fmt::format("trace file section header at offset {}: CRC mismatch", at)));
     const std::uint16_t type = DecodeFixed16(h.data() + kSectionTypeOffset);
@@ -169,9 +180,8 @@ Status TraceFileReader::ReadChunk(std::vector<TraceEntry>* out) {
       torn_bytes_ = kSectionHeaderSize + payload.size();
       break;
     }
-    const std::uint32_t payload_crc =
-        crc32c::Unmask(DecodeFixed32(h.data() + kSectionPayloadCrcOffset));
-    if (payload_crc != crc32c::Value(payload.data(), payload.size()))
+    if (!CrcMatches(DecodeFixed32(h.data() + kSectionPayloadCrcOffset), payload.data(),
+                    payload.size()))
       return Fail(Status::Corruption(
           fmt::format("trace file section at offset {}: payload CRC mismatch", at)));
 

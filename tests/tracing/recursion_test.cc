@@ -94,7 +94,21 @@ StormResult RunStorm(RecursionMode mode, bool wrapped) {
   return r;
 }
 
+#if defined(__SANITIZE_THREAD__)
+#define WALFS_UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define WALFS_UNDER_TSAN 1
+#endif
+#endif
+
 TEST(RecursionUnderSignalStorm, SafeModeHoldsHandlersAndLosesNothing) {
+#ifdef WALFS_UNDER_TSAN
+  // TSan delivers asynchronous signals itself, later, from its runtime; the
+  // ucontext the handler gets is not the one the kernel restores, so the
+  // wrapper's uc_sigmask cannot hold further signals back.
+  GTEST_SKIP() << "ThreadSanitizer emulates signal delivery; uc_sigmask blocking is not honoured";
+#endif
   StormResult r = RunStorm(RecursionMode::kSafe, true);
   EXPECT_EQ(r.work_events, 300001u);
   EXPECT_GT(r.handler_attempts, 0u);

@@ -1,0 +1,183 @@
+// walfs-trace: prints, converts and summarises walfs trace files (written by
+// tracing::WriteTraceFile, e.g. a bench's --trace-out FILE).
+//
+//   walfs-trace print [--header] FILE          ftrace-style text lines
+//   walfs-trace export --chrome OUT.json FILE  Chrome trace JSON for Perfetto UI
+//   walfs-trace stats FILE                     events per name, losses, time span
+//
+// Exit status: 0 success, 1 the file could not be read or is corrupt (one
+// line on stderr says why; what was read before the bad section is still
+// printed), 2 bad usage.  A torn final section — the writer stopped
+// mid-append — is the end of the trace, reported on stderr, exit 0.
+//
+// Like xfsprogs' logprint, this links the library that writes the format
+// (walfs::tracing) and parses nothing itself.
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "base/status.h"
+#include "tracing/chrome_json.h"
+#include "tracing/text_format.h"
+#include "tracing/trace_file.h"
+#include "tracing/trace_summary.h"
+
+namespace walfs::tracing {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitBadFile = 1;
+constexpr int kExitUsage = 2;
+
+int Fail(const std::string& path, const Status& s) {
+  fmt::print(stderr, "walfs-trace: {}: {}\n", path, s.ToString());
+  return kExitBadFile;
+}
+
+void NoteTornTail(const std::string& path, const TraceFileReader& r) {
+  if (r.torn_tail())
+    fmt::print(stderr, "walfs-trace: {}: ignored a torn final section ({} bytes at offset {})\n",
+               path, r.torn_bytes(), r.offset() - r.torn_bytes());
+}
+
+// Calls fn(entry) for every entry left in `reader`.  On a corrupt section,
+// returns the error after passing fn every entry before it.
+template <typename Fn>
+Status ForEachEntry(TraceFileReader* reader, Fn fn) {
+  std::vector<TraceEntry> chunk;
+  for (;;) {
+    WALFS_RETURN_IF_ERROR(reader->ReadChunk(&chunk));
+    if (chunk.empty()) return Status::Ok();
+    for (const TraceEntry& e : chunk) fn(e);
+  }
+}
+
+int Print(const std::string& path, bool header) {
+  if (header) {
+    Result<std::unique_ptr<TraceFileReader>> counter = TraceFileReader::Open(path);
+    if (!counter.ok()) return Fail(path, counter.status());
+    TraceSummary sum;
+    Status s = ForEachEntry(counter->get(), [&](const TraceEntry& e) { sum.Add(e); });
+    if (!s.ok()) return Fail(path, s);
+    const std::string block =
+        FormatTextHeader(sum.records(), sum.records() + sum.lost(), sum.cpus());
+    std::fputs(block.c_str(), stdout);
+  }
+  Result<std::unique_ptr<TraceFileReader>> reader = TraceFileReader::Open(path);
+  if (!reader.ok()) return Fail(path, reader.status());
+  std::string out;
+  const EventTable& events = (*reader)->events();
+  std::vector<TraceEntry> chunk;
+  for (;;) {
+    Status s = (*reader)->ReadChunk(&chunk);
+    if (!s.ok()) {
+      std::fflush(stdout);
+      return Fail(path, s);
+    }
+    if (chunk.empty()) break;
+    out.clear();
+    for (const TraceEntry& e : chunk) AppendTextLine(e, events, &out);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  }
+  std::fflush(stdout);
+  NoteTornTail(path, **reader);
+  return kExitOk;
+}
+
+int ExportChrome(const std::string& path, const std::string& out_path) {
+  Result<std::unique_ptr<TraceFileReader>> reader = TraceFileReader::Open(path);
+  if (!reader.ok()) return Fail(path, reader.status());
+  std::ofstream file;
+  std::ostream* out = &std::cout;
+  if (out_path != "-") {
+    file.open(out_path, std::ios::out | std::ios::trunc | std::ios::binary);
+    if (!file) return Fail(out_path, Status::IoError("cannot create the output file"));
+    out = &file;
+  }
+  ChromeTraceOptions options;
+  options.pid = (*reader)->info().pid;
+  ChromeTraceWriter writer(out, &(*reader)->events(), options);
+  // On a corrupt section the JSON is still closed, so that what was read
+  // loads; the exit status says it is not the whole trace.
+  Status read = ForEachEntry(reader->get(), [&](const TraceEntry& e) { writer.Add(e); });
+  Status written = writer.Finish();
+  if (!read.ok()) return Fail(path, read);
+  if (!written.ok()) return Fail(out_path, written);
+  NoteTornTail(path, **reader);
+  return kExitOk;
+}
+
+std::string WallClock(std::uint64_t unix_ns) {
+  const std::time_t t = static_cast<std::time_t>(unix_ns / 1'000'000'000);
+  std::tm tm{};
+  char buf[64];
+  if (gmtime_r(&t, &tm) == nullptr || std::strftime(buf, sizeof(buf), "%F %T UTC", &tm) == 0)
+    return "?";
+  return buf;
+}
+
+int Stats(const std::string& path) {
+  Result<std::unique_ptr<TraceFileReader>> reader = TraceFileReader::Open(path);
+  if (!reader.ok()) return Fail(path, reader.status());
+  TraceSummary sum;
+  Status s = ForEachEntry(reader->get(), [&](const TraceEntry& e) { sum.Add(e); });
+  if (!s.ok()) return Fail(path, s);
+  const TraceFileReader& r = **reader;
+  const TraceFileInfo& info = r.info();
+  fmt::print("file:      {}\n", path);
+  fmt::print("version:   {}\n", info.version);
+  fmt::print("clock:     {}{}\n", info.clock,
+             info.flags & trace_file::kFlagOverwrite ? " (overwrite mode)" : "");
+  fmt::print("pid:       {}\n", info.pid);
+  fmt::print("created:   {}\n", WallClock(info.created_unix_ns));
+  fmt::print("events:    {} defined\n", r.events().size());
+  fmt::print("torn tail: {}\n",
+             r.torn_tail() ? fmt::format("yes, {} bytes", r.torn_bytes()) : "no");
+  if (r.skipped_sections() > 0)
+    fmt::print("skipped:   {} unknown sections\n", r.skipped_sections());
+  std::fputs(sum.Format(r.events()).c_str(), stdout);
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace walfs::tracing
+
+int main(int argc, char** argv) {
+  using namespace walfs::tracing;  // NOLINT
+  CLI::App app{"walfs-trace: print, convert and summarise walfs trace files"};
+  app.require_subcommand(1);
+  std::string file;
+
+  bool header = false;
+  CLI::App* print = app.add_subcommand("print", "Print a trace file as ftrace-style text lines");
+  print->add_flag("--header", header, "Start with ftrace's '# tracer: nop' header block");
+  print->add_option("FILE", file, "Trace file")->required();
+
+  std::string chrome_out;
+  CLI::App* exp =
+      app.add_subcommand("export", "Convert a trace file to Chrome trace JSON (Perfetto UI)");
+  exp->add_option("--chrome", chrome_out, "Output JSON file ('-' for standard output)")->required();
+  exp->add_option("FILE", file, "Trace file")->required();
+
+  CLI::App* stats =
+      app.add_subcommand("stats", "Summarise a trace file: records per event, losses, time span");
+  stats->add_option("FILE", file, "Trace file")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help is a "parse error" with exit code 0.
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  if (print->parsed()) return Print(file, header);
+  if (exp->parsed()) return ExportChrome(file, chrome_out);
+  if (stats->parsed()) return Stats(file);
+  return kExitUsage;
+}
