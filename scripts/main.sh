@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds build/ (RelWithDebInfo, the
-# same configuration as job (a) of scripts/test.sh) and runs the grant-head
-# contention bench in its quick form.  Extra arguments go to the bench.
+# same configuration as job (a) of scripts/test.sh), runs the grant-head
+# contention bench in its quick form, then records the journal's trace of a
+# short traced run and shows a slice of it and its summary.  Extra arguments
+# go to the bench.
 #
 # Usage: scripts/main.sh [bench args...]
 # Environment: WALFS_JOBS   parallel build jobs (default 2).
@@ -22,4 +24,16 @@ if [[ ! -x "$bench" ]]; then
   exit 1
 fi
 echo "==== $bench --quick $*"
-exec "$bench" --quick "$@"
+"$bench" --quick "$@"
+
+# The journal's own account of a short run: every reservation, sleep and
+# wake, recorded by the embedded tracer (docs/tracing.md).
+trace=build/main.wtrace
+echo
+echo "==== build/bin/walfs-trace record -o $trace -e journal -- $bench (8 threads, wakeq, 200 ms)"
+build/bin/walfs-trace record -o "$trace" -e journal -- \
+  "$bench" --threads 8 --locks mutex --modes wakeq --duration-ms 200 --reps 1 > /dev/null
+echo "==== walfs-trace print $trace (a slice around the first grant-head sleep)"
+build/bin/walfs-trace print "$trace" | grep -m1 -B4 -A12 'journal_grant_sleep' || true
+echo "==== walfs-trace stats $trace"
+build/bin/walfs-trace stats "$trace"

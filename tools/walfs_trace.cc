@@ -4,6 +4,8 @@
 //   walfs-trace print [--header] FILE          ftrace-style text lines
 //   walfs-trace export --chrome OUT.json FILE  Chrome trace JSON for Perfetto UI
 //   walfs-trace stats FILE                     events per name, losses, time span
+//   walfs-trace record -o FILE [-e EVENTS] -- PROGRAM [ARGS]
+//                                              run a traced program, record its trace
 //
 // Exit status: 0 success, 1 the file could not be read or is corrupt (one
 // line on stderr says why; what was read before the bad section is still
@@ -12,7 +14,12 @@
 //
 // Like xfsprogs' logprint, this links the library that writes the format
 // (walfs::tracing) and parses nothing itself.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <iostream>
@@ -146,6 +153,46 @@ int Stats(const std::string& path) {
   return kExitOk;
 }
 
+// Runs `command` with WALFS_TRACE_OUT / WALFS_TRACE_EVENTS set, so that the
+// tracer inside it records to `out` (tracing/env_record.h), then says what
+// was recorded.  Exits with the command's status.
+int RecordCommand(const std::string& out, const std::string& events,
+           const std::vector<std::string>& command) {
+  std::vector<char*> argv;
+  for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return Fail("fork", Status::FromErrno(errno, "fork"));
+  if (pid == 0) {
+    setenv("WALFS_TRACE_OUT", out.c_str(), 1);
+    if (!events.empty()) setenv("WALFS_TRACE_EVENTS", events.c_str(), 1);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "walfs-trace: %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  const int rc = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+  auto reader = TraceFileReader::Open(out);
+  if (!reader.ok()) {
+    fmt::print(stderr,
+               "walfs-trace: {} wrote no trace to {} ({}): does it link the walfs tracer?\n",
+               command[0], out, reader.status().message());
+    return rc != 0 ? rc : kExitBadFile;
+  }
+  TraceSummary sum;
+  std::vector<TraceEntry> chunk;
+  for (;;) {
+    Status s = (*reader)->ReadChunk(&chunk);
+    for (const TraceEntry& e : chunk) sum.Add(e);
+    if (!s.ok() || chunk.empty()) break;
+  }
+  fmt::print(stderr, "walfs-trace: recorded {} events ({} lost) from {} to {}\n",
+             sum.records(), sum.lost(), command[0], out);
+  return rc;
+}
+
 }  // namespace
 }  // namespace walfs::tracing
 
@@ -170,6 +217,15 @@ int main(int argc, char** argv) {
       app.add_subcommand("stats", "Summarise a trace file: records per event, losses, time span");
   stats->add_option("FILE", file, "Trace file")->required();
 
+  std::string record_out, record_events;
+  std::vector<std::string> command;
+  CLI::App* record = app.add_subcommand(
+      "record", "Run a program that links the walfs tracer and record its trace to a file");
+  record->add_option("-o,--output", record_out, "Trace file to write")->required();
+  record->add_option("-e,--events", record_events,
+                     "Events to record: comma-separated subsystem or subsystem/event (default all)");
+  record->add_option("command", command, "The program and its arguments (after --)")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -179,5 +235,6 @@ int main(int argc, char** argv) {
   if (print->parsed()) return Print(file, header);
   if (exp->parsed()) return ExportChrome(file, chrome_out);
   if (stats->parsed()) return Stats(file);
+  if (record->parsed()) return RecordCommand(record_out, record_events, command);
   return kExitUsage;
 }

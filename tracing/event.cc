@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "tracing/env_record.h"
 
 namespace walfs::tracing {
 
@@ -30,7 +31,29 @@ EventDef::EventDef(std::string_view subsystem, std::string_view name, EventKind 
 
 Catalogue& Catalogue::Get() {
   static Catalogue* catalogue = new Catalogue;  // never destroyed: events outlive main()
+  // WALFS_TRACE_OUT: record this program (env_record.h).  After the static
+  // above is set, so that the recorder may use the catalogue.
+  static const bool env_checked = (StartRecordingFromEnvironment(*catalogue), true);
+  (void)env_checked;
   return *catalogue;
+}
+
+bool Catalogue::AutoEnabledLocked(const EventDef* e) const {
+  for (const std::string& p : auto_enable_) {
+    if (p == "all" || p == e->subsystem_) return true;
+    if (p == e->subsystem_ + "/" + e->name_) return true;
+  }
+  return false;
+}
+
+void Catalogue::SetAutoEnable(std::vector<std::string> patterns) {
+  MutexLock l(&mu_);
+  auto_enable_ = std::move(patterns);
+  for (EventDef* e : events_) {
+    if (!AutoEnabledLocked(e)) continue;
+    e->enabled_.store(true, std::memory_order_relaxed);
+    RefreshLocked(e);
+  }
 }
 
 void Catalogue::Register(EventDef* event) {
@@ -41,6 +64,7 @@ void Catalogue::Register(EventDef* event) {
   WALFS_CHECK_MSG(events_.size() < 0xffff, "too many trace events");
   events_.push_back(event);
   event->id_ = static_cast<std::uint16_t>(events_.size());
+  if (AutoEnabledLocked(event)) event->enabled_.store(true, std::memory_order_relaxed);
   RefreshLocked(event);
 }
 

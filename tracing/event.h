@@ -116,6 +116,11 @@ class Catalogue {
   Status SetSubsystemEnabled(std::string_view subsystem, bool on);
   void SetAllEnabled(bool on);
 
+  // Enables every event, present and future, that matches one of
+  // `patterns` ("all", "subsystem" or "subsystem/event"): events registered
+  // later (static initialisers of other files) are enabled as they come.
+  void SetAutoEnable(std::vector<std::string> patterns);
+
   // Global switch (tracefs `tracing_on`); events stay individually enabled.
   void SetTracingOn(bool on);
   bool tracing_on() const { return tracing_on_.load(std::memory_order_relaxed); }
@@ -128,6 +133,8 @@ class Catalogue {
 
   mutable Mutex mu_;
   std::vector<EventDef*> events_ GUARDED_BY(mu_);  // index = id - 1
+  std::vector<std::string> auto_enable_ GUARDED_BY(mu_);
+  bool AutoEnabledLocked(const EventDef* event) const REQUIRES(mu_);
   std::atomic<bool> tracing_on_{true};
 };
 

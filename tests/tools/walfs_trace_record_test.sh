@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# walfs-trace end to end: record a traced program, then print, summarise and
+# export what it recorded; a program without the tracer is reported.
+# Usage: walfs_trace_record_test.sh BIN_DIR
+set -euo pipefail
+bin=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+trace=$dir/run.wtrace
+
+"$bin/walfs-trace" record -o "$trace" -e journal -- \
+  "$bin/grant_head_bench" --threads 2 --locks mutex --modes wakeq --duration-ms 50 --reps 1 \
+  > /dev/null
+"$bin/walfs-trace" stats "$trace" | grep -q '^journal_reserve '
+"$bin/walfs-trace" print "$trace" > "$dir/text"
+grep -qE '^ +grant_head_benc-[0-9]+ +\[[0-9]{3}\] +[0-9]+\.[0-9]{6}: journal_reserve: tid=' "$dir/text"
+if grep -v '^ *grant_head_benc-' "$dir/text" | grep -q .; then
+  echo "unexpected lines in the text output" >&2
+  exit 1
+fi
+"$bin/walfs-trace" export --chrome "$dir/run.json" "$trace"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["traceEvents"]' "$dir/run.json"
+
+# `true` does not link the tracer: no file, exit 1, and a reason.
+if "$bin/walfs-trace" record -o "$dir/none.wtrace" -- true 2> "$dir/err"; then
+  echo "record of a program without the tracer succeeded" >&2
+  exit 1
+fi
+grep -q 'does it link the walfs tracer' "$dir/err"
+echo "walfs-trace record/print/stats/export: ok"
