@@ -39,6 +39,9 @@ Status TracerOptions::Validate() const {
   if (wakeup_delay_us > 10'000'000)
     return Status::InvalidArgument(
         fmt::format("wakeup_delay_us {} is over 10 s", wakeup_delay_us));
+  if (safety_timeout_ms > 3'600'000)
+    return Status::InvalidArgument(
+        fmt::format("safety_timeout_ms {} is over an hour", safety_timeout_ms));
   if (buffer_percent > 100)
     return Status::InvalidArgument(fmt::format("buffer_percent {} is over 100", buffer_percent));
   return Status::Ok();

@@ -54,6 +54,11 @@ struct TracerOptions {
   std::uint32_t buffer_percent = 50;
   RecursionMode recursion = RecursionMode::kSafe;
   ClockKind clock = ClockKind::kMonotonic;
+  // A reader blocked without a timeout re-checks the rings this often even
+  // if no wakeup comes (0: never), so that no missed wakeup can hold events
+  // back for longer.  One futex timeout a second costs a blocked reader
+  // microseconds of CPU.
+  std::uint32_t safety_timeout_ms = 1000;
 
   // InvalidArgument naming the bad field.
   Status Validate() const;

@@ -91,6 +91,7 @@ Status Tracer::SetOptions(const TracerOptions& o) {
   wakeup_.store(o.wakeup, std::memory_order_relaxed);
   buffer_percent_.store(o.buffer_percent, std::memory_order_relaxed);
   wakeup_delay_us_.store(o.wakeup_delay_us, std::memory_order_relaxed);
+  safety_timeout_ms_.store(o.safety_timeout_ms, std::memory_order_relaxed);
   // Threads pick up a ring of the new size at their next event.
   if (resize) generation_.fetch_add(1, std::memory_order_relaxed);
   // A pending deferred wakeup re-reads the delay.
@@ -300,9 +301,17 @@ bool Tracer::WaitForData(std::int64_t timeout_ns) {
       left = deadline - MonotonicNanos();
       if (left <= 0) return false;
     }
+    const std::int64_t safety =
+        std::int64_t{safety_timeout_ms_.load(std::memory_order_relaxed)} * 1'000'000;
+    if (safety > 0 && (left < 0 || left > safety)) left = safety;
     reader_sleeps_.fetch_add(1, std::memory_order_relaxed);
     FutexWait(&reader_seq_, seq, left);
-    if (HasUnread()) return true;
+    if (HasUnread()) {
+      // Woken by nobody: only the safety timeout found these events.
+      if (reader_seq_.load(std::memory_order_acquire) == seq)
+        safety_timeouts_.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
     if (reader_seq_.load(std::memory_order_acquire) != seq) return false;
     if (deadline >= 0 && MonotonicNanos() >= deadline) return false;
   }
@@ -345,6 +354,7 @@ TracerStats Tracer::Stats() {
   s.reader_wakeups = reader_wakeups_.load(std::memory_order_relaxed);
   s.waker_arms = waker_arms_.load(std::memory_order_relaxed);
   s.watermark_wakes = watermark_wakes_.load(std::memory_order_relaxed);
+  s.safety_timeouts = safety_timeouts_.load(std::memory_order_relaxed);
   s.membarrier = membarrier_;
   return s;
 }
@@ -365,6 +375,7 @@ void Tracer::ResetForTesting() {
   reader_wakeups_.store(0);
   waker_arms_.store(0);
   watermark_wakes_.store(0);
+  safety_timeouts_.store(0);
 }
 
 }  // namespace walfs::tracing

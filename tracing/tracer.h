@@ -46,6 +46,7 @@ struct TracerStats {
   std::uint64_t reader_wakeups = 0;    // wakes delivered to sleeping readers (writer, waker, watermark)
   std::uint64_t waker_arms = 0;        // deferred wakeups armed by a commit
   std::uint64_t watermark_wakes = 0;
+  std::uint64_t safety_timeouts = 0;   // a blocked reader found data only by its safety timeout
   bool membarrier = false;             // the reader side uses membarrier(2)
   std::vector<RingStats> rings;
 };
@@ -118,6 +119,8 @@ class Tracer {
   std::atomic<std::uint64_t> waker_arms_{0};
   std::atomic<std::uint64_t> watermark_wakes_{0};
   std::atomic<std::uint32_t> wakeup_delay_us_{2000};
+  std::atomic<std::uint32_t> safety_timeout_ms_{1000};
+  std::atomic<std::uint64_t> safety_timeouts_{0};
 
   std::atomic<WaitToken*> waker_token_{nullptr};
   std::atomic<bool> waker_stop_{false};

@@ -131,6 +131,29 @@ TEST_F(WakeupTest, AShorterDelayAppliesToAWakeupAlreadyArmed) {
   EXPECT_EQ(reader.got.load(), 1u);
 }
 
+// A record published without the commit path's wake check (here: written
+// straight into the ring) reaches a blocked reader by the safety timeout.
+TEST_F(WakeupTest, TheSafetyTimeoutFindsEventsNoWakeupAnnounced) {
+  TracerOptions o;
+  o.safety_timeout_ms = 50;
+  ASSERT_TRUE(Tracer::Get().SetOptions(o).ok());
+  WALFS_TRACE(kTick, 0);  // gives this thread its ring
+  TraceReader drain(&Tracer::Get());
+  ASSERT_TRUE(drain.Read(16, 0).ok());
+  std::shared_ptr<Ring> ring = Tracer::Get().Rings().at(0);
+  BlockedReader reader;
+  reader.Start();
+  Record r;
+  r.event_id = kTick.id();
+  r.timestamp = static_cast<std::uint64_t>(Tracer::Get().NowNs());
+  const std::int64_t t0 = MonotonicNanos();
+  ASSERT_TRUE(ring->Write(r, true));
+  reader.thread.join();
+  EXPECT_EQ(reader.got.load(), 1u);
+  EXPECT_LT(reader.woke_at.load() - t0, 1'000'000'000);
+  EXPECT_EQ(Tracer::Get().Stats().safety_timeouts, 1u);
+}
+
 TEST_F(WakeupTest, InterruptReleasesABlockedReader) {
   SetOptions(WakeupMode::kDeferred, 2000, 50);
   BlockedReader reader;
@@ -158,6 +181,7 @@ void StressNoLostWakeup(WakeupMode mode) {
   o.wakeup_delay_us = 500;
   o.buffer_size_kb = 4096;
   o.overwrite = false;
+  o.safety_timeout_ms = 0;  // a lost wakeup must show, not be rescued
   ASSERT_TRUE(Tracer::Get().SetOptions(o).ok());
   constexpr int kWriters = 3, kBursts = 200;
   std::atomic<std::uint64_t> emitted{0};
