@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "base/check.h"
 #include "base/thread_annotations.h"
 
 namespace walfs {
@@ -43,13 +44,21 @@ class SCOPED_CAPABILITY MutexLock {
   Mutex* const mu_;
 };
 
-// A condition variable bound to one Mutex.  Waits may wake spuriously:
-// every wait is a loop that re-checks its condition (STYLE.md rule 12).
+// A condition variable used with one Mutex, which every Wait() names (as
+// Abseil's CondVar does, so that the analysis can check the caller holds
+// it).  Waits may wake spuriously: every wait is a loop that re-checks its
+// condition (STYLE.md rule 12).
+//
+//   MutexLock l(&mu_);
+//   while (queue_.empty()) cv_.Wait(&mu_);
 class CondVar {
  public:
+  CondVar() = default;
   explicit CondVar(Mutex* mu) : mu_(mu) {}
-  void Wait() REQUIRES(mu_) {
-    std::unique_lock<std::mutex> lock(mu_->mu_, std::adopt_lock);
+  void Wait(Mutex* mu) REQUIRES(mu) {
+    // Always the same mutex: a condition variable is bound to one.
+    WALFS_CHECK_MSG(mu_ == nullptr || mu_ == mu, "CondVar waited on with another mutex");
+    std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
     cv_.wait(lock);
     lock.release();
   }
@@ -57,7 +66,7 @@ class CondVar {
   void SignalAll() { cv_.notify_all(); }
 
  private:
-  Mutex* const mu_;
+  Mutex* const mu_ = nullptr;  // for the check above, when given
   std::condition_variable cv_;
 };
 

@@ -8,3 +8,4 @@ find_package(fmt REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)   # CRC32C (crc32_iscsi)
+pkg_check_modules(URING REQUIRED IMPORTED_TARGET liburing) # BlockDevice io_uring engine

@@ -92,7 +92,15 @@ std::uint32_t SectorCycle(std::string_view sector) {
   return first == kRecordMagic ? DecodeFixed32(sector.data() + kOffCycle) : first;
 }
 
-DecodedRecord DecodeRecord(std::string_view data) {
+void StampWrap(std::string* record, std::size_t first_sector_after_wrap) {
+  WALFS_CHECK(first_sector_after_wrap >= 1 && record->size() % kLogSectorSize == 0);
+  for (std::size_t i = first_sector_after_wrap; i < record->size() / kLogSectorSize; ++i) {
+    char* s = record->data() + i * kLogSectorSize;
+    EncodeFixed32(s, DecodeFixed32(s) + 1);
+  }
+}
+
+DecodedRecord DecodeRecord(std::string_view data, std::size_t wrap_at) {
   DecodedRecord r;
   using Kind = DecodedRecord::Kind;
   if (data.size() < 4 || DecodeFixed32(data.data()) != kRecordMagic) {
@@ -142,10 +150,11 @@ DecodedRecord DecodeRecord(std::string_view data) {
   std::string padded(data.substr(kLogSectorSize, sectors * kLogSectorSize));
   for (std::size_t i = 0; i < sectors; ++i) {
     char* s = padded.data() + kLogSectorSize * i;
-    if (DecodeFixed32(s) != hdr.cycle) {
+    const std::uint32_t want_cycle = i + 1 >= wrap_at ? hdr.cycle + 1 : hdr.cycle;
+    if (DecodeFixed32(s) != want_cycle) {
       r.kind = Kind::kTorn;
-      r.reason = fmt::format("payload sector {} has cycle {}, the record {}", i,
-                             DecodeFixed32(s), hdr.cycle);
+      r.reason = fmt::format("payload sector {} has cycle {}, expected {}", i,
+                             DecodeFixed32(s), want_cycle);
       return r;
     }
     EncodeFixed32(s, DecodeFixed32(h + kOffCycleData + 4 * i));

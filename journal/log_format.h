@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,6 +92,13 @@ void AppendOp(std::string* payload, const OpHeader& op, std::string_view body);
 // kMaxRecordPayload.
 std::string EncodeRecord(RecordHeader header, std::string_view payload);
 
+// A record that does not fit before the physical end of the log continues at
+// its start: the sectors written after the wrap belong to the next pass over
+// the log, so they carry cycle + 1 (as XFS's xlog_sync stamps them).  This
+// re-stamps sectors [first_sector_after_wrap, end) of an encoded record
+// (sector 0 is the header, which always precedes the wrap).
+void StampWrap(std::string* record, std::size_t first_sector_after_wrap);
+
 // How many bytes a record with `payload_len` bytes of payload occupies.
 constexpr std::size_t RecordBytes(std::size_t payload_len) {
   return kLogSectorSize * (1 + (payload_len + kLogSectorSize - 1) / kLogSectorSize);
@@ -115,7 +123,9 @@ struct DecodedRecord {
 std::string_view DecodedRecordKindName(DecodedRecord::Kind kind);
 
 // Parses the record that starts at data[0].  Never reads past data.size().
-DecodedRecord DecodeRecord(std::string_view data);
+// `wrap_at`: the record sector index from which sectors carry cycle + 1
+// (the record wrapped there; see StampWrap); SIZE_MAX for none.
+DecodedRecord DecodeRecord(std::string_view data, std::size_t wrap_at = SIZE_MAX);
 
 // The cycle stamped in a sector (its first 4 bytes; for a header sector the
 // cycle field), as the head search reads it.  0 for a never-written sector.

@@ -1,0 +1,200 @@
+// BlockDevice: the byte-addressed device a walfs image lives on, and the one
+// seam between walfs and the storage stack.  Implementations: FileDevice (a
+// file or block device, io_uring or pread/pwrite), MemoryDevice (unit tests),
+// FaultDevice and RecordingDevice (wrappers for error and crash tests).
+//
+//   WALFS_ASSIGN_OR_RETURN(std::unique_ptr<FileDevice> dev, FileDevice::Open(path, {}));
+//   WALFS_RETURN_IF_ERROR(dev->Write(offset, buf, len));
+//   WALFS_RETURN_IF_ERROR(dev->Flush());        // everything written so far is durable
+//
+//   // The log writer's batched path: an iclog whose commit record must not
+//   // reach the disk before the earlier iclogs (already completed) are stable.
+//   std::vector<IoRequest> batch;
+//   batch.push_back(IoRequest::Write(lsn_offset, iclog->data(), iclog->size(),
+//                                    kIoPreflush | kIoFua,
+//                                    [iclog](Status s) { iclog->IoDone(std::move(s)); }));
+//   WALFS_RETURN_IF_ERROR(dev->Submit(std::move(batch)));
+//
+// The contract every implementation keeps (docs/block_device.md says why):
+//
+//  - Ranges.  Every request must lie inside [0, size_bytes()); a request that
+//    does not, has a null buffer, a flag that makes no sense for its op, or
+//    (on an O_DIRECT device) breaks io_alignment(), is refused with
+//    InvalidArgument before anything is issued.  It never crashes.
+//  - Errors.  A failure carries the errno the kernel (or fault device) gave,
+//    through Status::FromErrno; a read that meets end-of-file is IoError
+//    (EIO) with "unexpected end of file" in the message.  Short reads and
+//    writes are continued until the whole range is done or an error occurs.
+//  - Durability.  A completed write may sit in a volatile cache.  Flush()
+//    (and a kFlush request) makes every write whose completion was observed
+//    before the flush was issued durable; a write still in flight when the
+//    flush is issued is not covered.  kIoPreflush on a write is such a flush
+//    that completes before the write starts; kIoFua makes that one write
+//    durable by the time it completes.  These are the Linux block layer's
+//    REQ_PREFLUSH and REQ_FUA, which XFS uses for its commit iclogs.
+//  - Ordering.  Requests in flight together may execute, and land, in any
+//    order.  The only ways to order two writes are to issue the second after
+//    the first has completed, or to make the first durable first.
+//  - Completions.  Once Submit() returns OK every request's callback runs
+//    exactly once, with OK or the request's error.  Callbacks run on a thread
+//    the device owns (its completion thread), never inside Submit(), one at a
+//    time, and in submission order across all Submit() calls on the device,
+//    whatever order the hardware finished them in.  The log's iclog
+//    completion code can therefore process them in LSN order without
+//    sorting.  A callback may call Submit() and the synchronous calls; it
+//    must not call SubmitAndWait() (that would wait for itself: it CHECKs),
+//    and should be short, because it holds up every later callback.
+//  - Threading.  Every call may be made from any thread, concurrently.  The
+//    synchronous calls do not wait for batched requests, and vice versa.
+//  - Lifetime.  Destroying a device waits until every submitted request has
+//    completed and its callback has run.  A callback must not destroy its
+//    device.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace walfs {
+
+enum class IoOp : std::uint8_t { kRead, kWrite, kFlush };
+// "read", "write", "flush": for messages, traces and stats.
+std::string_view IoOpName(IoOp op);
+
+// Flags on a write request (and on the synchronous Write).
+using IoFlags = std::uint32_t;
+inline constexpr IoFlags kIoFua = 1u << 0;       // durable when it completes
+inline constexpr IoFlags kIoPreflush = 1u << 1;  // flush the device before it starts
+inline constexpr IoFlags kIoAllFlags = kIoFua | kIoPreflush;
+// "fua|preflush", "-" for none.
+std::string IoFlagsToString(IoFlags flags);
+
+using IoCallback = std::function<void(Status)>;
+
+// One request of a batch.  The buffer belongs to the caller and must stay
+// valid (and, for a write, unchanged) until the callback runs.
+struct IoRequest {
+  IoOp op = IoOp::kFlush;
+  IoFlags flags = 0;
+  std::uint64_t offset = 0;
+  std::byte* buf = nullptr;  // a write only reads it
+  std::size_t len = 0;
+  IoCallback done;
+
+  static IoRequest Read(std::uint64_t offset, void* buf, std::size_t len, IoCallback done);
+  static IoRequest Write(std::uint64_t offset, const void* buf, std::size_t len,
+                         IoFlags flags, IoCallback done);
+  static IoRequest Flush(IoCallback done);
+};
+
+// What a device has done since it was created.  Counted when a call is
+// accepted, not when it completes; I/O is far too slow for these relaxed
+// increments to need their own cache lines.
+struct BlockDeviceStats {
+  std::uint64_t reads = 0;
+  std::uint64_t writes = 0;
+  std::uint64_t flushes = 0;  // Flush() calls and kFlush requests
+  std::uint64_t fua_writes = 0;
+  std::uint64_t preflush_writes = 0;
+  std::uint64_t bytes_read = 0;
+  std::uint64_t bytes_written = 0;
+  std::uint64_t batches = 0;  // Submit() calls accepted
+  std::uint64_t refused = 0;  // calls refused with InvalidArgument
+};
+
+class BlockDevice {
+ public:
+  virtual ~BlockDevice() = default;
+  BlockDevice(const BlockDevice&) = delete;
+  BlockDevice& operator=(const BlockDevice&) = delete;
+
+  std::uint64_t size_bytes() const { return size_bytes_; }
+  // The sector size: the unit a torn write is made of, and the alignment
+  // O_DIRECT needs.  A power of two.
+  std::uint32_t logical_block_size() const { return logical_block_size_; }
+  // Every offset, length and buffer address must be a multiple of this (1
+  // unless the device uses O_DIRECT).
+  std::uint32_t io_alignment() const { return io_alignment_; }
+  // A short name of the implementation: "io_uring", "pwrite", "memory",
+  // "fault", "recording".
+  virtual std::string_view kind() const = 0;
+  // One line for the mount to print: kind, engine and why, geometry.
+  virtual std::string Describe() const;
+
+  // Reads exactly len bytes at offset into buf.
+  Status Read(std::uint64_t offset, void* buf, std::size_t len);
+  // Writes exactly len bytes from buf at offset; flags as for a request.
+  Status Write(std::uint64_t offset, const void* buf, std::size_t len, IoFlags flags = 0);
+  // The durability barrier: see the contract above.
+  Status Flush();
+
+  // Issues a batch.  Refuses the whole batch (no request issued, no callback
+  // run) with InvalidArgument naming the first bad request; otherwise
+  // returns OK and every callback runs later, as the contract says.
+  Status Submit(std::vector<IoRequest> batch);
+  // Submit() and wait for every callback; returns the first error in request
+  // order.  Callbacks are optional here.  Not from a completion thread.
+  Status SubmitAndWait(std::vector<IoRequest> batch);
+
+  BlockDeviceStats stats() const;
+
+  // Checks one request against the contract (for wrappers and tests).
+  Status Validate(const IoRequest& req) const;
+
+ protected:
+  BlockDevice(std::uint64_t size_bytes, std::uint32_t logical_block_size,
+              std::uint32_t io_alignment);
+
+  // The implementation's half.  Called only with requests that passed
+  // Validate(); len may be 0 (a no-op, or with kIoPreflush just a flush).
+  virtual Status DoRead(std::uint64_t offset, std::byte* buf, std::size_t len) = 0;
+  virtual Status DoWrite(std::uint64_t offset, const std::byte* buf, std::size_t len,
+                         IoFlags flags) = 0;
+  virtual Status DoFlush() = 0;
+  virtual void DoSubmit(std::vector<IoRequest> batch) = 0;
+
+  // Runs one validated request through DoRead/DoWrite/DoFlush: the body of
+  // a BlockDeviceWorker task.
+  Status Execute(const IoRequest& req);
+
+ private:
+  Status Refuse(Status s);
+  void Count(const IoRequest& req);
+
+  const std::uint64_t size_bytes_;
+  const std::uint32_t logical_block_size_;
+  const std::uint32_t io_alignment_;
+
+  std::atomic<std::uint64_t> reads_{0};
+  std::atomic<std::uint64_t> writes_{0};
+  std::atomic<std::uint64_t> flushes_{0};
+  std::atomic<std::uint64_t> fua_writes_{0};
+  std::atomic<std::uint64_t> preflush_writes_{0};
+  std::atomic<std::uint64_t> bytes_read_{0};
+  std::atomic<std::uint64_t> bytes_written_{0};
+  std::atomic<std::uint64_t> batches_{0};
+  std::atomic<std::uint64_t> refused_{0};
+};
+
+// How many bytes of a write of len bytes at offset land when only its first
+// `sectors` sectors (of sector_size bytes, counted from the sector holding
+// offset) reach the disk.  The one definition of a torn write, shared by
+// FaultDevice and RecordingDevice.
+std::uint64_t TornWriteLength(std::uint64_t offset, std::uint64_t len,
+                              std::uint32_t sector_size, std::uint64_t sectors);
+
+namespace internal {
+// Marks the calling thread as a device's completion thread, for the
+// SubmitAndWait() deadlock check.  Called once, first thing, by every
+// completion thread.
+void MarkCompletionThread();
+bool IsCompletionThread();
+}  // namespace internal
+
+}  // namespace walfs

@@ -1,0 +1,258 @@
+#include "base/block_device_file.h"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "base/block_device_uring.h"
+#include "base/block_device_worker.h"
+
+namespace walfs {
+
+namespace {
+
+// Closes the fd on every early return of Open().
+class FdCloser {
+ public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  ~FdCloser() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+  int Release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+// The sector size and DIO alignment of a regular file, from statx (Linux
+// 6.1+ reports DIO alignment); 512 where the kernel does not say.
+void FileAlignment(int fd, std::uint32_t* sector, std::uint32_t* mem_align) {
+  *sector = 512;
+  *mem_align = 512;
+  struct statx stx = {};
+  if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) == 0 &&
+      (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align != 0) {
+    *sector = stx.stx_dio_offset_align;
+    *mem_align = std::max(stx.stx_dio_mem_align, 1u);
+  }
+}
+
+}  // namespace
+
+std::string_view IoEngineName(IoEngine engine) {
+  switch (engine) {
+    case IoEngine::kAuto: return "auto";
+    case IoEngine::kIoUring: return "io_uring";
+    case IoEngine::kSync: return "sync";
+  }
+  return "?";
+}
+
+Result<IoEngine> ParseIoEngine(std::string_view name) {
+  for (IoEngine e : {IoEngine::kAuto, IoEngine::kIoUring, IoEngine::kSync})
+    if (name == IoEngineName(e)) return e;
+  return Status::InvalidArgument(
+      fmt::format("engine={}: expected auto, io_uring or sync", name));
+}
+
+struct FileDevice::Geometry {
+  std::uint64_t size_bytes;
+  std::uint32_t sector;
+  std::uint32_t io_alignment;
+};
+
+Result<std::unique_ptr<FileDevice>> FileDevice::Open(const std::string& path,
+                                                     const FileDeviceOptions& options) {
+  const int base_flags = O_RDWR | O_CLOEXEC | (options.create ? O_CREAT : 0);
+  int fd = ::open(path.c_str(), base_flags | (options.direct_io ? O_DIRECT : 0), 0644);
+  std::string direct_reason;
+  if (fd < 0 && options.direct_io && errno == EINVAL) {
+    // The filesystem does not do O_DIRECT (tmpfs): buffered, and say so.
+    direct_reason = "O_DIRECT refused by the filesystem (EINVAL); buffered I/O";
+    fd = ::open(path.c_str(), base_flags, 0644);
+  }
+  if (fd < 0) return Status::FromErrno(errno, fmt::format("open {}", path));
+  FdCloser closer(fd);
+  const bool direct = options.direct_io && direct_reason.empty();
+
+  struct stat st = {};
+  if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, fmt::format("fstat {}", path));
+  Geometry g = {};
+  std::uint32_t mem_align = 1;
+  std::uint64_t actual = 0;
+  if (S_ISBLK(st.st_mode)) {
+    int sector = 0;
+    if (::ioctl(fd, BLKGETSIZE64, &actual) != 0)
+      return Status::FromErrno(errno, fmt::format("ioctl(BLKGETSIZE64) {}", path));
+    if (::ioctl(fd, BLKSSZGET, &sector) != 0)
+      return Status::FromErrno(errno, fmt::format("ioctl(BLKSSZGET) {}", path));
+    g.sector = static_cast<std::uint32_t>(sector);
+    mem_align = g.sector;
+  } else if (S_ISREG(st.st_mode)) {
+    actual = static_cast<std::uint64_t>(st.st_size);
+    if (options.create && options.size_bytes > actual) {
+      if (::ftruncate(fd, static_cast<off_t>(options.size_bytes)) != 0)
+        return Status::FromErrno(errno, fmt::format("ftruncate {} to {} bytes", path,
+                                                    options.size_bytes));
+      actual = options.size_bytes;
+    }
+    FileAlignment(fd, &g.sector, &mem_align);
+  } else {
+    return Status::InvalidArgument(
+        fmt::format("{} is neither a regular file nor a block device", path));
+  }
+  g.size_bytes = options.size_bytes != 0 ? options.size_bytes : actual;
+  if (g.size_bytes > actual)
+    return Status::InvalidArgument(fmt::format("{} has {} bytes, fewer than the {} asked for",
+                                               path, actual, g.size_bytes));
+  if (g.size_bytes == 0) return Status::InvalidArgument(fmt::format("{} is empty", path));
+  g.io_alignment = direct ? std::max(g.sector, mem_align) : 1;
+
+  std::unique_ptr<FileDevice> dev(new FileDevice(path, closer.Release(), g));
+  dev->direct_io_ = direct;
+  dev->direct_io_reason_ = std::move(direct_reason);
+
+  // The engine.  Only a ring that cannot be set up is a reason to fall back;
+  // engine=io_uring reports it as the error instead.
+  if (options.engine != IoEngine::kSync) {
+    Result<std::unique_ptr<UringEngine>> ring =
+        UringEngine::Create(dev->fd_, options.ring_entries, path);
+    if (ring.ok()) {
+      dev->uring_ = std::move(*ring);
+      dev->engine_ = IoEngine::kIoUring;
+      dev->engine_reason_ = options.engine == IoEngine::kAuto ? "auto: io_uring works"
+                                                              : "engine=io_uring requested";
+      return dev;
+    }
+    if (options.engine == IoEngine::kIoUring) return std::move(ring).status();
+    dev->engine_reason_ =
+        fmt::format("auto: io_uring unavailable: {}", ring.status().message());
+  } else {
+    dev->engine_reason_ = "engine=sync requested";
+  }
+  dev->engine_ = IoEngine::kSync;
+  dev->worker_ = std::make_unique<BlockDeviceWorker>("walfs-pwrite");
+  return dev;
+}
+
+FileDevice::FileDevice(std::string path, int fd, const Geometry& geometry)
+    : BlockDevice(geometry.size_bytes, geometry.sector, geometry.io_alignment),
+      path_(std::move(path)),
+      fd_(fd) {}
+
+FileDevice::~FileDevice() {
+  // Drain first: the kernel and the worker may still hold fd_ and buffers,
+  // and a callback may still submit (so the engines stay in place until
+  // they are idle).
+  if (uring_) uring_->Stop();
+  if (worker_) worker_->Stop();
+  uring_.reset();
+  worker_.reset();
+  ::close(fd_);
+}
+
+std::string_view FileDevice::kind() const {
+  return engine_ == IoEngine::kIoUring ? "io_uring" : "pwrite";
+}
+
+std::string FileDevice::Describe() const {
+  std::string engine(kind());
+  if (uring_) engine += fmt::format(" ({} entries)", uring_->entries());
+  if (engine_ == IoEngine::kSync) engine += fmt::format(" ({})", engine_reason_);
+  std::string direct = direct_io_ ? "O_DIRECT" : "buffered";
+  if (!direct_io_reason_.empty()) direct += fmt::format(" ({})", direct_io_reason_);
+  return fmt::format("{}: {}, {}, {}-byte sectors, {} bytes", path_, engine, direct,
+                     logical_block_size(), size_bytes());
+}
+
+std::uint64_t FileDevice::short_io_continued() const {
+  return continued_.load(std::memory_order_relaxed) + (uring_ ? uring_->continued() : 0);
+}
+
+std::string FileDevice::Context(std::string_view op, std::uint64_t offset,
+                                std::size_t len) const {
+  return fmt::format("{} [{}, +{}) on {}", op, offset, len, path_);
+}
+
+Status FileDevice::DoRead(std::uint64_t offset, std::byte* buf, std::size_t len) {
+  std::size_t done = 0;
+  while (done < len) {
+    const ssize_t n = ::pread(fd_, buf + done, len - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, Context("pread", offset, len));
+    }
+    if (n == 0)
+      return Status::IoError(fmt::format("{}: unexpected end of file at offset {}",
+                                         Context("pread", offset, len), offset + done));
+    done += static_cast<std::size_t>(n);
+    if (done < len) continued_.fetch_add(1, std::memory_order_relaxed);  // short: continue
+  }
+  return Status::Ok();
+}
+
+Status FileDevice::WriteAll(std::uint64_t offset, const std::byte* buf, std::size_t len,
+                            bool fua) {
+  const bool dsync = fua && !fua_by_fdatasync_.load(std::memory_order_relaxed);
+  std::size_t done = 0;
+  while (done < len) {
+    const off_t at = static_cast<off_t>(offset + done);
+    ssize_t n;
+    if (dsync) {
+      iovec iov{const_cast<std::byte*>(buf + done), len - done};  // pwritev2 only reads it
+      n = ::pwritev2(fd_, &iov, 1, at, RWF_DSYNC);
+      if (n < 0 && (errno == ENOSYS || errno == EOPNOTSUPP) && done == 0) {
+        fua_by_fdatasync_.store(true, std::memory_order_relaxed);
+        return WriteAll(offset, buf, len, fua);
+      }
+    } else {
+      n = ::pwrite(fd_, buf + done, len - done, at);
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, Context(dsync ? "pwritev2(RWF_DSYNC)" : "pwrite",
+                                              offset, len));
+    }
+    if (n == 0)
+      return Status::IoError(fmt::format("{}: the write made no progress at offset {}",
+                                         Context("pwrite", offset, len), offset + done));
+    done += static_cast<std::size_t>(n);
+    if (done < len) continued_.fetch_add(1, std::memory_order_relaxed);  // short: continue
+  }
+  if (fua && !dsync && ::fdatasync(fd_) != 0)
+    return Status::FromErrno(errno, Context("fdatasync after", offset, len));
+  return Status::Ok();
+}
+
+Status FileDevice::DoWrite(std::uint64_t offset, const std::byte* buf, std::size_t len,
+                           IoFlags flags) {
+  if ((flags & kIoPreflush) && ::fdatasync(fd_) != 0)
+    return Status::FromErrno(errno, Context("preflush fdatasync before write", offset, len));
+  return WriteAll(offset, buf, len, (flags & kIoFua) != 0);
+}
+
+Status FileDevice::DoFlush() {
+  if (::fdatasync(fd_) != 0) return Status::FromErrno(errno, "fdatasync " + path_);
+  return Status::Ok();
+}
+
+void FileDevice::DoSubmit(std::vector<IoRequest> batch) {
+  if (uring_) {
+    uring_->Submit(std::move(batch));
+    return;
+  }
+  worker_->EnqueueRequests(std::move(batch), [this](const IoRequest& r) { return Execute(r); });
+}
+
+}  // namespace walfs

@@ -1,0 +1,41 @@
+// Finding where the log ends after a crash (XFS's xlog_find_head and
+// xlog_find_tail): the head is where the cycle numbers stamped in the
+// sectors drop; the last complete record before it names the tail.
+//
+// Records are written by several in-core log buffers at once and may
+// complete out of order, so the sectors just before the head can hold holes
+// (sectors still from the previous pass) and records that were cut short.
+// Within the last `max_inflight_sectors` before the head, a hole moves the
+// head back to it, and a record that is torn, truncated or fails its CRC is
+// the end of the log, not corruption.  Further back, a bad record is
+// corruption.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "journal/log_region.h"
+#include "journal/lsn.h"
+
+namespace walfs::journal {
+
+struct LogPosition {
+  bool empty = false;         // never written: head = tail = 1:0
+  Lsn head = MakeLsn(1, 0);   // where the next record goes
+  Lsn tail = MakeLsn(1, 0);   // the oldest record recovery must read
+  Lsn last_record = kNullLsn; // the last complete record before the head
+  bool clean = false;         // that record is a clean-unmount record
+  std::uint32_t trimmed_records = 0;  // torn records dropped at the head
+  std::uint32_t hole_sectors = 0;     // head moved back over this many sectors
+};
+
+// 8 in-core log buffers of 32 KiB, the default.
+inline constexpr std::uint32_t kDefaultMaxInflightSectors = 8 * 32768 / kLogSectorSize;
+
+Result<LogPosition> FindLogPosition(const LogRegion& region,
+                                    std::uint32_t max_inflight_sectors = kDefaultMaxInflightSectors);
+
+std::string LogPositionString(const LogPosition& p);
+
+}  // namespace walfs::journal

@@ -1,0 +1,162 @@
+// Specs of finding the head and tail of the log after a crash, and of
+// reading records from the tail to the head.
+#include "journal/log_head.h"
+
+#include <gtest/gtest.h>
+
+#include "journal/log_reader.h"
+#include "tests/journal/log_test_util.h"
+
+namespace walfs::journal {
+namespace {
+
+using testing::OneOp;
+using testing::TestLog;
+
+std::vector<Lsn> ReadAll(const LogRegion& region, Lsn from, Lsn to, Status* status = nullptr) {
+  LogReader reader(region, from, to);
+  LogRecordAt rec;
+  std::vector<Lsn> out;
+  while (reader.Next(&rec)) out.push_back(rec.lsn);
+  if (status) *status = reader.status();
+  return out;
+}
+
+TEST(LogHead, ANeverWrittenLogIsEmpty) {
+  TestLog log(256);
+  Result<LogPosition> p = FindLogPosition(log.region());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->empty);
+  EXPECT_EQ(p->head, MakeLsn(1, 0));
+}
+
+TEST(LogHead, TheHeadFollowsTheLastRecordAndItNamesTheTail) {
+  TestLog log(256);
+  std::vector<Lsn> written;
+  for (std::uint32_t i = 0; i < 5; ++i) written.push_back(log.Append(OneOp(i, 700)));
+  log.set_tail(written[2]);
+  written.push_back(log.Append(OneOp(9, 10)));
+  Result<LogPosition> p = FindLogPosition(log.region());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_FALSE(p->empty);
+  EXPECT_EQ(p->head, log.head());
+  EXPECT_EQ(p->last_record, written.back());
+  EXPECT_EQ(p->tail, written[2]);
+  EXPECT_FALSE(p->clean);
+  EXPECT_EQ(ReadAll(log.region(), p->tail, p->head),
+            std::vector<Lsn>(written.begin() + 2, written.end()));
+}
+
+TEST(LogHead, AnUnmountRecordAtTheHeadMeansClean) {
+  TestLog log(256);
+  log.Append(OneOp(1, 100));
+  std::string unmount;
+  AppendOp(&unmount, OpHeader{2, 0, kOpUnmount, ItemType::kNone}, "");
+  log.set_tail(log.head());
+  log.Append(unmount, kRecordUnmount);
+  Result<LogPosition> p = FindLogPosition(log.region());
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->clean);
+}
+
+// The log wraps several times; records cross its end, and the head is found
+// wherever the current pass stopped.
+TEST(LogHead, TheHeadIsFoundAfterTheLogWrapsRecordsAcrossItsEnd) {
+  TestLog log(64);
+  std::vector<Lsn> written;
+  for (std::uint32_t i = 0; i < 40; ++i) {
+    written.push_back(log.Append(OneOp(i, 1500)));  // 4 sectors + header
+    // Keep the tail three records back, as a working log would.
+    if (written.size() > 3) log.set_tail(written[written.size() - 3]);
+    Result<LogPosition> p = FindLogPosition(log.region(), 8);
+    ASSERT_TRUE(p.ok()) << i << ": " << p.status().ToString();
+    ASSERT_EQ(p->head, log.head()) << "after record " << i;
+    ASSERT_EQ(p->last_record, written.back());
+    Status s;
+    std::vector<Lsn> got = ReadAll(log.region(), p->tail, p->head, &s);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_EQ(got.back(), written.back());
+  }
+  EXPECT_GE(CycleOf(log.head()), 3u);
+}
+
+TEST(LogHead, AHeadExactlyAtTheEndOfTheLogStartsTheNextCycle) {
+  TestLog log(60);
+  // Records of exactly 6 sectors: ten of them fill the 60-sector log.
+  for (std::uint32_t i = 0; i < 10; ++i) log.Append(OneOp(i, 2100));
+  ASSERT_EQ(log.head(), MakeLsn(2, 0));
+  Result<LogPosition> p = FindLogPosition(log.region(), 8);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->head, MakeLsn(2, 0));
+}
+
+TEST(LogHead, ARecordCutShortByTheCrashIsDroppedFromTheHead) {
+  TestLog log(256);
+  log.Append(OneOp(1, 600));
+  const Lsn last_good = log.Append(OneOp(2, 600));
+  const Lsn torn = log.Append(OneOp(3, 3000), 0, 3);  // 3 of its 7 sectors landed
+  Result<LogPosition> p = FindLogPosition(log.region());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->head, torn);
+  EXPECT_EQ(p->last_record, last_good);
+  EXPECT_EQ(p->trimmed_records, 1u);
+}
+
+TEST(LogHead, AnUnwrittenHoleBeforeTheHeadMovesTheHeadBack) {
+  TestLog log(256);
+  log.Append(OneOp(1, 600));
+  const Lsn hole = log.Append(OneOp(2, 600), 0, 0);  // its write never happened
+  log.Append(OneOp(3, 600));                          // a later iclog completed
+  Result<LogPosition> p = FindLogPosition(log.region());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->head, hole);
+  EXPECT_GT(p->hole_sectors, 0u);
+}
+
+TEST(LogHead, ABadCrcInTheInFlightWindowIsTheEndOfTheLog) {
+  TestLog log(256);
+  const Lsn good = log.Append(OneOp(1, 600));
+  const Lsn bad = log.Append(OneOp(2, 600));
+  // Damage a payload byte (not its stamped first word) of the last record.
+  std::string sector = *log.region().ReadSectors(SectorOf(bad) + 1, 1);
+  sector[100] = static_cast<char>(sector[100] ^ 0x40);
+  ASSERT_TRUE(log.region().WriteSectors(SectorOf(bad) + 1, sector).ok());
+  Result<LogPosition> p = FindLogPosition(log.region());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->head, bad);
+  EXPECT_EQ(p->last_record, good);
+}
+
+TEST(LogHead, ABadRecordBeforeTheWindowIsCorruptionForTheReader) {
+  TestLog log(256);
+  const Lsn first = log.Append(OneOp(1, 600));
+  for (std::uint32_t i = 2; i < 6; ++i) log.Append(OneOp(i, 600));
+  std::string sector = *log.region().ReadSectors(SectorOf(first) + 1, 1);
+  sector[100] = static_cast<char>(sector[100] ^ 0x40);
+  ASSERT_TRUE(log.region().WriteSectors(SectorOf(first) + 1, sector).ok());
+  Result<LogPosition> p = FindLogPosition(log.region(), 4);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  Status s;
+  std::vector<Lsn> got = ReadAll(log.region(), first, p->head, &s);
+  EXPECT_TRUE(got.empty());
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.message().find("CRC"), std::string_view::npos);
+}
+
+TEST(LogHead, AReaderRefusesATailAheadOfTheHead) {
+  TestLog log(64);
+  log.Append(OneOp(1, 100));
+  Status s;
+  ReadAll(log.region(), MakeLsn(5, 0), log.head(), &s);
+  EXPECT_TRUE(s.IsCorruption());
+}
+
+TEST(LogHead, ARegionThatDoesNotFitItsDeviceIsRefused) {
+  TestLog log(64);
+  LogRegion r = log.region();
+  r.sectors = 1u << 20;
+  EXPECT_EQ(FindLogPosition(r).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace walfs::journal

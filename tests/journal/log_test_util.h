@@ -1,0 +1,80 @@
+// A log written record by record into a MemoryDevice, the way the log writer
+// lays records out (consecutive, wrapping with cycle + 1), for tests of the
+// readers.  Crash shapes are made by writing only part of a record.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "base/block_device_memory.h"
+#include "journal/log_format.h"
+#include "journal/log_reader.h"
+#include "journal/log_region.h"
+
+namespace walfs::journal::testing {
+
+class TestLog {
+ public:
+  explicit TestLog(std::uint32_t sectors)
+      : device_(std::make_unique<MemoryDevice>(std::uint64_t{sectors} * kLogSectorSize + 4096)) {
+    region_.device = device_.get();
+    region_.offset = 4096;  // the log does not start at offset 0 of its device
+    region_.sectors = sectors;
+  }
+
+  const LogRegion& region() const { return region_; }
+  Lsn head() const { return head_; }
+  Lsn tail() const { return tail_; }
+  void set_tail(Lsn tail) { tail_ = tail; }
+
+  // The on-disk bytes the next record with `payload` would have.
+  std::string Encode(const std::string& payload, std::uint32_t flags = 0,
+                     std::uint32_t num_ops = 1) const {
+    RecordHeader h;
+    h.cycle = CycleOf(head_);
+    h.flags = flags;
+    h.lsn = head_;
+    h.prev_lsn = prev_;
+    h.tail_lsn = tail_;
+    h.num_ops = num_ops;
+    std::string bytes = EncodeRecord(h, payload);
+    const std::uint32_t k = static_cast<std::uint32_t>(bytes.size() / kLogSectorSize);
+    if (SectorOf(head_) + k > region_.sectors) StampWrap(&bytes, region_.sectors - SectorOf(head_));
+    return bytes;
+  }
+
+  // Writes the first `keep_sectors` sectors of the next record (all of it
+  // by default) and advances the head past the whole record.
+  Lsn Append(const std::string& payload, std::uint32_t flags = 0,
+             std::uint32_t keep_sectors = UINT32_MAX) {
+    std::string bytes = Encode(payload, flags);
+    const auto k = static_cast<std::uint32_t>(bytes.size() / kLogSectorSize);
+    if (keep_sectors < k) bytes.resize(std::size_t{keep_sectors} * kLogSectorSize);
+    EXPECT_TRUE(region_.WriteSectors(SectorOf(head_), bytes).ok());
+    const Lsn at = head_;
+    prev_ = head_;
+    head_ = AdvanceLsn(head_, k, region_.sectors);
+    return at;
+  }
+
+  MemoryDevice* device() { return device_.get(); }
+
+ private:
+  std::unique_ptr<MemoryDevice> device_;
+  LogRegion region_;
+  Lsn head_ = MakeLsn(1, 0);
+  Lsn tail_ = MakeLsn(1, 0);
+  Lsn prev_ = kNullLsn;
+};
+
+// A payload of one op of `len` bytes for transaction `tid`.
+inline std::string OneOp(std::uint32_t tid, std::size_t len, std::uint8_t flags = kOpStart | kOpCommit) {
+  std::string p;
+  AppendOp(&p, OpHeader{tid, static_cast<std::uint32_t>(len), flags, ItemType::kBuffer},
+           std::string(len, static_cast<char>('A' + tid % 26)));
+  return p;
+}
+
+}  // namespace walfs::journal::testing
