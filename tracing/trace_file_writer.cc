@@ -165,11 +165,16 @@ Status TraceFileWriter::Append(const TraceEntry& entry) {
   if (entry.comm) {
     auto it = threads_.find(entry.tid);
     if (it == threads_.end() || it->second != *entry.comm) {
-      // Records already buffered keep the old name: they go out first.
-      if (it != threads_.end()) WALFS_RETURN_IF_ERROR(Flush());
+      // A threads section names the tid for the whole chunk after it, so
+      // records already buffered keep the old name, or none: they go out
+      // first.
+      if (it != threads_.end() || unnamed_in_chunk_.contains(entry.tid))
+        WALFS_RETURN_IF_ERROR(Flush());
       threads_[entry.tid] = *entry.comm;
       pending_threads_[entry.tid] = *entry.comm;
     }
+  } else if (!threads_.contains(entry.tid)) {
+    unnamed_in_chunk_.insert(entry.tid);
   }
   PutRecord(&chunk_, r);
   ++chunk_count_;
@@ -207,6 +212,7 @@ Status TraceFileWriter::Flush() {
   WALFS_RETURN_IF_ERROR(WriteSection(SectionType::kRecords, payload));
   chunk_.clear();
   chunk_count_ = 0;
+  unnamed_in_chunk_.clear();
   return Status::Ok();
 }
 

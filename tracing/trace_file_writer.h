@@ -10,10 +10,11 @@
 // The file carries everything needed to read it: the events (a catalogue
 // section, written by AddEvents before the records that use them) and the
 // thread names (a threads section, written before the chunk that first
-// names a tid, or renames it).  Records are buffered and written in chunks
-// of `chunk_records`; Flush() writes a partial chunk.  Every write is an
-// append, so a crash leaves a prefix of the file, which readers accept up
-// to the last whole section.  Close() does not fsync.
+// names a tid, or renames it; entries of that tid buffered before, with the
+// old name or none, go out in the chunk before it).  Records are buffered
+// and written in chunks of `chunk_records`; Flush() writes a partial chunk.
+// Every write is an append, so a crash leaves a prefix of the file, which
+// readers accept up to the last whole section.  Close() does not fsync.
 //
 // A write error is sticky: every later call returns it.  Not thread-safe;
 // one writer per file.
@@ -22,6 +23,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -83,6 +85,7 @@ class TraceFileWriter {
   EventTable events_;               // events the file defines
   std::map<std::uint32_t, std::string> threads_;          // tid -> comm, as the file says
   std::map<std::uint32_t, std::string> pending_threads_;  // to write before the next chunk
+  std::set<std::uint32_t> unnamed_in_chunk_;  // tids of buffered entries with no comm
   std::string chunk_;               // encoded records not yet written
   std::uint32_t chunk_count_ = 0;
   std::uint64_t records_ = 0;

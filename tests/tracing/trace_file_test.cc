@@ -109,6 +109,24 @@ TEST(TraceFile, ARenamedThreadKeepsItsOldNameOnEarlierRecords) {
   ExpectSameEntries(got->entries, entries);
 }
 
+TEST(TraceFile, ATidFirstNamedMidChunkLeavesItsEarlierUnnamedEntriesUnnamed) {
+  // A file read back can hold entries of a tid before any threads section
+  // names it (comm null), then named ones: the fuzzer found the writer
+  // putting the name in front of the chunk that held both, naming all.
+  TraceEntry unnamed_lost = Lost(101, "", 9, 1);
+  unnamed_lost.comm = nullptr;
+  TraceEntry unnamed_rec = Rec(1, 101, "", 2);
+  unnamed_rec.comm = nullptr;
+  const std::vector<TraceEntry> entries = {unnamed_lost, Rec(1, 100, "other", 3), unnamed_rec,
+                                           Rec(1, 101, "walfs-log", 4)};
+  for (std::size_t chunk : {1, 3, 100}) {
+    SCOPED_TRACE("chunk_records " + std::to_string(chunk));
+    Result<TraceFileContents> got = ReadBuffer(WriteToBuffer(entries, chunk));
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ExpectSameEntries(got->entries, entries);
+  }
+}
+
 TEST(TraceFile, WriterAndReaderRoundTripThroughAFile) {
   const std::string path = TempPath("round_trip");
   {
