@@ -8,7 +8,9 @@
 //   void Foo() EXCLUDES(mu_) { MutexLock l(&mu_); ++counter_; }
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 
 #include "base/check.h"
@@ -61,6 +63,15 @@ class CondVar {
     std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
     cv_.wait(lock);
     lock.release();
+  }
+  // As Wait(), giving up after timeout_ns; false on timeout.
+  bool WaitFor(Mutex* mu, std::int64_t timeout_ns) REQUIRES(mu) {
+    WALFS_CHECK_MSG(mu_ == nullptr || mu_ == mu, "CondVar waited on with another mutex");
+    std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
+    const bool signalled =
+        cv_.wait_for(lock, std::chrono::nanoseconds(timeout_ns)) == std::cv_status::no_timeout;
+    lock.release();
+    return signalled;
   }
   void Signal() { cv_.notify_one(); }
   void SignalAll() { cv_.notify_all(); }
