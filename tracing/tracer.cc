@@ -80,7 +80,9 @@ TracerOptions Tracer::options() const {
   return options_;
 }
 
-Status Tracer::SetOptions(const TracerOptions& o) {
+Status Tracer::SetOptions(const TracerOptions& o) { return SetOptionsAndStartWaker(o); }
+
+Status Tracer::ApplyOptions(const TracerOptions& o) {
   WALFS_RETURN_IF_ERROR(o.Validate());
   MutexLock l(&mu_);
   const bool resize = o.buffer_size_kb != options_.buffer_size_kb;
@@ -99,6 +101,14 @@ Status Tracer::SetOptions(const TracerOptions& o) {
   return Status::Ok();
 }
 
+Status Tracer::SetOptionsAndStartWaker(const TracerOptions& o) {
+  WALFS_RETURN_IF_ERROR(ApplyOptions(o));
+  // A reader asleep under `immediate` must still be woken after a switch
+  // to `deferred`: the waker has to exist before any commit arms it.
+  if (o.wakeup == WakeupMode::kDeferred) EnsureWaker();
+  return Status::Ok();
+}
+
 std::int64_t Tracer::NowNs() const { return TraceClockNs(clock_.load(std::memory_order_relaxed)); }
 
 void Tracer::CountMiss(ThreadState& ts) {
@@ -112,7 +122,10 @@ void Tracer::CountMiss(ThreadState& ts) {
 // written now; Write() does the rest.
 void Tracer::Commit(const EventDef& event, const std::uint64_t* values) {
   ThreadState& ts = tls_state;
-  if (ts.dead) return;
+  if (ts.dead) {  // a destructor ran after this thread's ring was retired
+    lost_unattached_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   switch (recursion_.load(std::memory_order_relaxed)) {
     case RecursionMode::kFast:
       if (ts.busy) {  // a signal landed mid-write, or the tracer traced itself
@@ -214,9 +227,11 @@ void Tracer::WakeFromWriter(Ring* ring) {
     if (!readers_waiting_.exchange(false, std::memory_order_acq_rel)) return;
     if (watermark) watermark_wakes_.fetch_add(1, std::memory_order_relaxed);
     reader_seq_.fetch_add(1, std::memory_order_release);
-    FutexWake(&reader_seq_, INT_MAX);
     ring->CountWakeSyscall();
-    reader_wakeups_.fetch_add(1, std::memory_order_relaxed);
+    // The flag may be left over from a reader that found data without
+    // sleeping: count only wakes that reached a sleeper.
+    if (FutexWake(&reader_seq_, INT_MAX) > 0)
+      reader_wakeups_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   // Deferred: only the first commit after a reader slept arms the waker.
@@ -224,6 +239,8 @@ void Tracer::WakeFromWriter(Ring* ring) {
       waker_armed_.exchange(true, std::memory_order_acq_rel))
     return;
   waker_arms_.fetch_add(1, std::memory_order_relaxed);
+  // The waker is started by SetOptions and by every reader before it
+  // sleeps, so it exists whenever a reader waits.
   if (WaitToken* t = waker_token_.load(std::memory_order_acquire); t && t->Signal())
     ring->CountWakeSyscall();
 }
@@ -231,11 +248,11 @@ void Tracer::WakeFromWriter(Ring* ring) {
 void Tracer::WakeReaders() {
   if (!readers_waiting_.exchange(false, std::memory_order_acq_rel)) return;
   reader_seq_.fetch_add(1, std::memory_order_release);
-  FutexWake(&reader_seq_, INT_MAX);
-  reader_wakeups_.fetch_add(1, std::memory_order_relaxed);
+  if (FutexWake(&reader_seq_, INT_MAX) > 0) reader_wakeups_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Tracer::InterruptReaders() {
+  interrupts_.fetch_add(1, std::memory_order_release);
   reader_seq_.fetch_add(1, std::memory_order_release);
   FutexWake(&reader_seq_, INT_MAX);
 }
@@ -285,14 +302,19 @@ bool Tracer::HasUnread() {
   return false;
 }
 
+// Returns true with data, false on timeout or InterruptReaders().  A wake
+// that finds no data (another reader took it, or a wake left over from an
+// earlier sleep) just waits again.
 bool Tracer::WaitForData(std::int64_t timeout_ns) {
-  if (wakeup_.load(std::memory_order_relaxed) == WakeupMode::kDeferred) EnsureWaker();
+  EnsureWaker();
   const std::int64_t deadline = timeout_ns < 0 ? -1 : MonotonicNanos() + timeout_ns;
-  const std::uint32_t start_seq = reader_seq_.load(std::memory_order_acquire);
+  const std::uint32_t start_interrupts = interrupts_.load(std::memory_order_acquire);
   for (;;) {
     if (HasUnread()) return true;
+    // Read the futex word before the interrupt count: an interrupt after this
+    // point changes the word, so the FutexWait below returns at once.
     const std::uint32_t seq = reader_seq_.load(std::memory_order_acquire);
-    if (seq != start_seq) return false;  // interrupted (or woken): let the caller decide
+    if (interrupts_.load(std::memory_order_acquire) != start_interrupts) return false;
     readers_waiting_.store(true, std::memory_order_seq_cst);
     HeavyBarrier(membarrier_);
     if (HasUnread()) return true;
@@ -312,7 +334,6 @@ bool Tracer::WaitForData(std::int64_t timeout_ns) {
         safety_timeouts_.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
-    if (reader_seq_.load(std::memory_order_acquire) != seq) return false;
     if (deadline >= 0 && MonotonicNanos() >= deadline) return false;
   }
 }
@@ -376,6 +397,7 @@ void Tracer::ResetForTesting() {
   waker_arms_.store(0);
   watermark_wakes_.store(0);
   safety_timeouts_.store(0);
+  readers_waiting_.store(false);
 }
 
 }  // namespace walfs::tracing

@@ -41,9 +41,10 @@ struct RingStats {
 
 struct TracerStats {
   RingCounters totals;                 // over every ring, freed ones included
-  std::uint64_t lost_unattached = 0;   // events from a signal handler of a thread without a ring
+  std::uint64_t lost_unattached = 0;   // events from a signal handler of a thread without a
+                                       // ring, or from a thread's exit after its ring retired
   std::uint64_t reader_sleeps = 0;     // a reader found nothing and slept
-  std::uint64_t reader_wakeups = 0;    // wakes delivered to sleeping readers (writer, waker, watermark)
+  std::uint64_t reader_wakeups = 0;    // wakes that reached a sleeping reader (writer, waker, watermark)
   std::uint64_t waker_arms = 0;        // deferred wakeups armed by a commit
   std::uint64_t watermark_wakes = 0;
   std::uint64_t safety_timeouts = 0;   // a blocked reader found data only by its safety timeout
@@ -85,6 +86,8 @@ class Tracer {
 
  private:
   Tracer();
+  Status ApplyOptions(const TracerOptions& options);
+  Status SetOptionsAndStartWaker(const TracerOptions& options);
   Ring* Attach(struct ThreadState& ts);
   void Write(struct ThreadState& ts, const EventDef& event, const std::uint64_t* values,
              bool nested);
@@ -107,6 +110,7 @@ class Tracer {
   alignas(kCacheLineSize) std::atomic<bool> readers_waiting_{false};
   std::atomic<bool> waker_armed_{false};
   alignas(kCacheLineSize) std::atomic<std::uint32_t> reader_seq_{0};  // futex word readers sleep on
+  std::atomic<std::uint32_t> interrupts_{0};  // InterruptReaders() calls
 
   mutable Mutex mu_;  // Lock order: leaf.
   TracerOptions options_ GUARDED_BY(mu_);

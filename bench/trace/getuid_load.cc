@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <iterator>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -22,7 +24,8 @@ using tracing::Tracer;
 using tracing::TracerOptions;
 using tracing::WakeupMode;
 
-constexpr std::string_view kModeNames[] = {"off", "immediate", "deferred", "deferred+wm"};
+constexpr std::string_view kModeNames[] = {"off", "noreader", "immediate", "deferred",
+                                           "deferred+wm"};
 
 // One traced call: the userspace analogue of sys_enter / getuid / sys_exit.
 inline void TracedGetuid(std::uint64_t seq, std::uint64_t thread) {
@@ -36,10 +39,10 @@ inline void TracedGetuid(std::uint64_t seq, std::uint64_t thread) {
 std::string_view GetuidModeName(GetuidMode m) { return kModeNames[static_cast<int>(m)]; }
 
 Result<GetuidMode> ParseGetuidMode(std::string_view s) {
-  for (int i = 0; i < 4; ++i)
+  for (std::size_t i = 0; i < std::size(kModeNames); ++i)
     if (s == kModeNames[i]) return static_cast<GetuidMode>(i);
   return Status::InvalidArgument("unknown getuid mode '" + std::string(s) +
-                                 "' (off, immediate, deferred, deferred+wm)");
+                                 "' (off, noreader, immediate, deferred, deferred+wm)");
 }
 
 Result<GetuidResult> RunGetuidCell(const GetuidConfig& c) {
@@ -47,6 +50,7 @@ Result<GetuidResult> RunGetuidCell(const GetuidConfig& c) {
   tracer.ResetForTesting();
   TracerOptions o;
   o.buffer_size_kb = c.buffer_kb;
+  o.clock = c.clock;
   o.overwrite = true;
   o.recursion = RecursionMode::kSafe;
   o.wakeup = c.mode == GetuidMode::kImmediate ? WakeupMode::kImmediate : WakeupMode::kDeferred;
@@ -56,7 +60,8 @@ Result<GetuidResult> RunGetuidCell(const GetuidConfig& c) {
   const bool traced = c.mode != GetuidMode::kOff;
   WALFS_RETURN_IF_ERROR(EnableBenchEvents(traced));
 
-  Drainer drainer;
+  std::optional<Drainer> drainer;
+  if (c.mode != GetuidMode::kNoReader) drainer.emplace();
   StartGate gate(c.threads);
   std::vector<std::int64_t> elapsed(c.threads);
   std::vector<std::thread> workers;
@@ -75,11 +80,11 @@ Result<GetuidResult> RunGetuidCell(const GetuidConfig& c) {
   gate.Open();
   for (auto& w : workers) w.join();
   const std::int64_t cpu1 = ProcessCpuNanos();
-  const DrainCounts d = drainer.Stop();
+  const DrainCounts d = drainer ? drainer->Stop() : DrainNow();
   const tracing::TracerStats s = tracer.Stats();
   // A deferred wakeup armed by the last commits fires wakeup_delay_us later;
   // let it land here rather than in the next cell's counters.
-  if (traced && o.wakeup == WakeupMode::kDeferred)
+  if (drainer && traced && o.wakeup == WakeupMode::kDeferred)
     std::this_thread::sleep_for(std::chrono::microseconds(c.wakeup_delay_us + 1000));
 
   GetuidResult r;

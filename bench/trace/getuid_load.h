@@ -10,6 +10,8 @@
 // with a blocking consuming read (Drainer).  The variants differ only in
 // tracer options; the threads, the reader and the loop are the same:
 //   off          events disabled (WALFS_TRACE costs one load and a branch)
+//   noreader     events on, no reader until the threads are joined: the
+//                commit path alone (the ring wraps; overruns are counted)
 //   immediate    wakeup=immediate: a commit that finds the reader asleep
 //                wakes it with a futex syscall
 //   deferred     wakeup=deferred, buffer_percent=0: only the waker thread
@@ -24,10 +26,11 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "tracing/options.h"
 
 namespace walfs::bench {
 
-enum class GetuidMode : std::uint8_t { kOff, kImmediate, kDeferred, kDeferredWatermark };
+enum class GetuidMode : std::uint8_t { kOff, kNoReader, kImmediate, kDeferred, kDeferredWatermark };
 
 std::string_view GetuidModeName(GetuidMode m);
 Result<GetuidMode> ParseGetuidMode(std::string_view s);
@@ -40,6 +43,7 @@ struct GetuidConfig {
   std::uint32_t wakeup_delay_us = 2000;
   std::uint32_t watermark_percent = 50;  // deferred+wm only
   std::uint32_t buffer_kb = 4096;        // per-thread ring
+  tracing::ClockKind clock = tracing::ClockKind::kMonotonic;
 };
 
 struct GetuidResult {

@@ -40,9 +40,10 @@ void StormHandler(int sig, siginfo_t*, void*) {
 int StormSignal() { return SIGRTMIN; }
 
 // A ring that holds the whole cell: main-loop records plus room for the
-// handler's (a quarter more, at least 64 Ki records), as a power of two.
+// handler's (a quarter more, at least 16 Ki records), as a power of two.  A
+// storm that outgrew it would show as drops, and the cell's check fails.
 std::uint32_t BufferKbFor(std::uint64_t records) {
-  const std::uint64_t slots = std::bit_ceil(records + std::max<std::uint64_t>(records / 4, 65536));
+  const std::uint64_t slots = std::bit_ceil(records + std::max<std::uint64_t>(records / 4, 16384));
   return static_cast<std::uint32_t>(slots * sizeof(tracing::Record) / 1024);
 }
 
@@ -98,6 +99,7 @@ Result<StormResult> RunStormCell(const StormConfig& c) {
   o.overwrite = false;
   o.buffer_size_kb = BufferKbFor(per_thread);
   o.recursion = c.mode;
+  o.clock = c.clock;
   WALFS_RETURN_IF_ERROR(tracer.SetOptions(o));
   WALFS_RETURN_IF_ERROR(EnableBenchEvents(true));
   // Stays installed after the cell: a signal still pending somewhere must

@@ -154,6 +154,20 @@ TEST_F(WakeupTest, TheSafetyTimeoutFindsEventsNoWakeupAnnounced) {
   EXPECT_EQ(Tracer::Get().Stats().safety_timeouts, 1u);
 }
 
+// Found by trace_bench: a reader asleep under `immediate`, then a switch to
+// `deferred` before any deferred reader had started the waker thread.
+TEST_F(WakeupTest, SwitchingToDeferredWhileAReaderSleepsStillWakesIt) {
+  SetOptions(WakeupMode::kImmediate, 2000, 0);
+  BlockedReader reader;
+  reader.Start();
+  SetOptions(WakeupMode::kDeferred, 2000, 0);
+  const std::int64_t t0 = MonotonicNanos();
+  WALFS_TRACE(kTick, 1);
+  reader.thread.join();
+  EXPECT_EQ(reader.got.load(), 1u);
+  EXPECT_LT(reader.woke_at.load() - t0, 500'000'000);  // not the 1 s safety timeout
+}
+
 TEST_F(WakeupTest, InterruptReleasesABlockedReader) {
   SetOptions(WakeupMode::kDeferred, 2000, 50);
   BlockedReader reader;
