@@ -13,6 +13,7 @@ packages=(
   libboost-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev libisal-dev
   fio python3
+  liblttng-ust-dev lttng-tools
 )
 
 missing=()
