@@ -103,7 +103,7 @@ class Ring {
   // Writer-owned cursors, on their own line; readers only load them.
   alignas(kCacheLineSize) std::atomic<std::uint64_t> reserve_{0};
   std::atomic<std::uint64_t> head_{0};
-  std::atomic<int> nesting_{0};
+  std::atomic<std::uint64_t> nesting_{0};
   std::atomic<std::uint64_t> entries_{0};
   std::atomic<std::uint64_t> drops_{0};
   std::atomic<std::uint64_t> recursion_misses_{0};
