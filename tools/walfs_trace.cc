@@ -1,5 +1,5 @@
 // walfs-trace: prints, converts and summarises walfs trace files (written by
-// tracing::WriteTraceFile, e.g. a bench's --trace-out FILE).
+// tracing::WriteTraceFile, or by `walfs-trace record` / WALFS_TRACE_OUT).
 //
 //   walfs-trace print [--header] FILE          ftrace-style text lines
 //   walfs-trace export --chrome OUT.json FILE  Chrome trace JSON for Perfetto UI

@@ -3,7 +3,7 @@
 // point; the format is trace_file_format.h, the streaming writer and reader
 // are trace_file_writer.h and trace_file_reader.h.
 //
-// Save everything the tracer holds (a bench's --trace-out FILE):
+// Save everything the tracer holds now:
 //
 //   Status s = WriteTraceFile("run.wtrace", &Tracer::Get());
 //
