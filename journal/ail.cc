@@ -52,7 +52,7 @@ std::uint64_t Ail::Bytes(Lsn from, Lsn to) const {
   return SectorsBetween(from, to, options_.log_sectors) * kLogSectorSize;
 }
 
-Lsn Ail::TailLocked() const { return items_.empty() ? head_ : items_.front().ail_lsn_; }
+Lsn Ail::TailLocked() const { return items_.empty() ? head_ : items_.front().ail_lsn(); }
 
 // Applies a tail move to LogSpace.  Called with mu_ held so that moves are
 // applied in order; LogSpace::MoveTail takes only grant-head locks.
@@ -67,6 +67,11 @@ void Ail::MoveTailLocked(Lsn old_tail) {
 
 void Ail::Insert(std::span<LogItem* const> items, Lsn lsn) {
   MutexLock l(&mu_);
+  InsertLocked(items, lsn);
+  MoveTailLocked(last_tail_);
+}
+
+void Ail::InsertLocked(std::span<LogItem* const> items, Lsn lsn) {
   WALFS_CHECK_MSG(lsn <= head_ || items_.empty() || lsn >= items_.back().ail_lsn_,
                   "AIL insert behind its head");
   for (LogItem* item : items) {
@@ -78,14 +83,25 @@ void Ail::Insert(std::span<LogItem* const> items, Lsn lsn) {
     while (pos != items_.begin() && std::prev(pos)->ail_lsn_ > lsn) --pos;
     items_.insert(pos, *item);
   }
+}
+
+void Ail::AdvanceHeadLocked(Lsn head) {
+  if (head <= head_) return;
+  options_.space->ReturnSpace(static_cast<std::int64_t>(Bytes(head_, head)));
+  head_ = head;
+}
+
+void Ail::InsertCheckpoint(std::span<LogItem* const> items, Lsn start, Lsn head) {
+  MutexLock l(&mu_);
+  WALFS_CHECK_MSG(start <= head, "checkpoint starts after its commit record");
+  AdvanceHeadLocked(head);
+  InsertLocked(items, start);
   MoveTailLocked(last_tail_);
 }
 
 void Ail::AdvanceHead(Lsn head) {
   MutexLock l(&mu_);
-  if (head <= head_) return;
-  options_.space->ReturnSpace(static_cast<std::int64_t>(Bytes(head_, head)));
-  head_ = head;
+  AdvanceHeadLocked(head);
   MoveTailLocked(last_tail_);  // an empty AIL's tail is its head
 }
 
@@ -96,6 +112,26 @@ void Ail::Delete(LogItem* item) {
   item->ail_lsn_ = kNullLsn;
   MoveTailLocked(last_tail_);
   if (items_.empty()) empty_cv_.SignalAll();
+}
+
+bool Ail::DeleteIfLsn(LogItem* item, Lsn flushed_lsn) {
+  MutexLock l(&mu_);
+  if (!item->in_ail() || item->ail_lsn_ != flushed_lsn) return false;
+  items_.erase(items_.iterator_to(*item));
+  item->ail_lsn_ = kNullLsn;
+  MoveTailLocked(last_tail_);
+  if (items_.empty()) empty_cv_.SignalAll();
+  return true;
+}
+
+void Ail::RemoveAll() {
+  MutexLock l(&mu_);
+  while (!items_.empty()) {
+    LogItem& item = items_.front();
+    items_.pop_front();
+    item.ail_lsn_ = kNullLsn;
+  }
+  empty_cv_.SignalAll();
 }
 
 void Ail::PushAll() {

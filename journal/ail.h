@@ -11,7 +11,7 @@
 //   ail.Start();
 //   ail.Insert(items, checkpoint_lsn);       // checkpoint on disk
 //   ail.AdvanceHead(checkpoint_end_lsn);     // its log space becomes tail space
-//   ...  item writeback completes:  ail.Delete(item);
+//   ...  item writeback completes:  ail.DeleteIfLsn(item, lsn_written);
 //
 // Space accounting with LogSpace: AdvanceHead(new) calls ReturnSpace(bytes
 // from the old head to the new); a tail move calls MoveTail(bytes from the
@@ -74,16 +74,29 @@ class Ail {
   // Items of a checkpoint whose commit record is on disk enter at `lsn`;
   // an item already in the AIL moves to the new LSN (relogging).
   void Insert(std::span<LogItem* const> items, Lsn lsn) EXCLUDES(mu_);
+  // A checkpoint is on disk: the head advances to its commit record and its
+  // items enter at `start`, under one lock, so the tail never passes the head
+  // (Insert then AdvanceHead would let an empty AIL's tail run ahead of its
+  // head; AdvanceHead then Insert would let it run ahead of the items).
+  void InsertCheckpoint(std::span<LogItem* const> items, Lsn start, Lsn head) EXCLUDES(mu_);
   // The checkpoint ends at `head`: its log space turns from grant space into
   // tail space (LogSpace::ReturnSpace).  Heads only move forward.
   void AdvanceHead(Lsn head) EXCLUDES(mu_);
   // An item's writeback completed: it leaves the AIL, and if it was the
   // oldest the tail moves (LogSpace::MoveTail, which wakes waiters).
   void Delete(LogItem* item) EXCLUDES(mu_);
+  // Writeback of the item's state as of `flushed_lsn` completed: it leaves
+  // the AIL unless it was relogged since (it is then at a newer LSN, or not
+  // in the AIL because it is pinned in a checkpoint again).  Returns whether
+  // it left (xfs_iflush_done / xfs_buf_item_done).
+  bool DeleteIfLsn(LogItem* item, Lsn flushed_lsn) EXCLUDES(mu_);
 
   // Push everything up to the current head (xfs_ail_push_all): called
   // before a grant-head waiter sleeps.  Never blocks.
   void PushAll() EXCLUDES(mu_);
+  // Unlinks every item without writing it back: the log is halting (a
+  // simulated crash, or a shutdown) and the items' owners may go away.
+  void RemoveAll() EXCLUDES(mu_);
   // Wait until the AIL is empty (for unmount), pushing everything.
   void WaitEmpty() EXCLUDES(mu_);
 
@@ -95,6 +108,8 @@ class Ail {
   using ItemList = boost::intrusive::list<LogItem, boost::intrusive::constant_time_size<true>>;
 
   Lsn TailLocked() const REQUIRES(mu_);
+  void InsertLocked(std::span<LogItem* const> items, Lsn lsn) REQUIRES(mu_);
+  void AdvanceHeadLocked(Lsn head) REQUIRES(mu_);
   void MoveTailLocked(Lsn old_tail) REQUIRES(mu_);
   Lsn ComputeTargetLocked() const REQUIRES(mu_);
   void PusherMain();

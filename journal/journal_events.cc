@@ -31,4 +31,15 @@ WALFS_TRACE_EVENT(kTraceGrantBytes, "journal", "grant_bytes", EventKind::kCounte
                   {"write"}, {"tail_space"});
 WALFS_TRACE_EVENT(kTraceShutdown, "journal", "shutdown", EventKind::kInstant);
 
+WALFS_TRACE_EVENT(kTraceRecoverStart, "journal", "recover_start", EventKind::kInstant,
+                  {"head", FieldKind::kHex}, {"tail", FieldKind::kHex}, {"empty"}, {"clean"},
+                  {"dry_run"});
+WALFS_TRACE_EVENT(kTraceRecoverPass, "journal", "recover_pass", EventKind::kInstant, {"pass"},
+                  {"records"}, {"transactions"}, {"count"});
+WALFS_TRACE_EVENT(kTraceRecoverBuffer, "journal", "recover_buffer", EventKind::kInstant,
+                  {"blkno"}, {"start_lsn", FieldKind::kHex}, {"action"});
+WALFS_TRACE_EVENT(kTraceRecoverDone, "journal", "recover_done", EventKind::kInstant,
+                  {"replayed"}, {"skipped_newer"}, {"cancelled"}, {"blocks_written"},
+                  {"dry_run"});
+
 }  // namespace walfs::journal

@@ -21,4 +21,13 @@ extern tracing::EventDef kTraceMoveTail;       // bytes, tail_space
 extern tracing::EventDef kTraceGrantBytes;     // counter: reserve, write, tail_space
 extern tracing::EventDef kTraceShutdown;       // (none)
 
+// Log recovery (log_recover.h).
+extern tracing::EventDef kTraceRecoverStart;   // head, tail, empty, clean, dry_run
+extern tracing::EventDef kTraceRecoverPass;    // pass (0 read, 1 decode, 2 replay), records,
+                                               // transactions, count (0: open dropped,
+                                               // 1: buffer versions, 2: blocks changed)
+extern tracing::EventDef kTraceRecoverBuffer;  // blkno, start_lsn, action (ReplayAction)
+extern tracing::EventDef kTraceRecoverDone;    // replayed, skipped_newer, cancelled,
+                                               // blocks_written, dry_run
+
 }  // namespace walfs::journal

@@ -29,13 +29,19 @@ std::uint32_t RecordCrc(const char* header_sector, std::string_view padded_paylo
 
 }  // namespace
 
+void EncodeOpHeader(char* dst, const OpHeader& op) {
+  EncodeFixed32(dst, op.tid);
+  EncodeFixed32(dst + 4, op.len);
+  dst[8] = static_cast<char>(op.flags);
+  dst[9] = static_cast<char>(op.type);
+  EncodeFixed16(dst + 10, 0);
+}
+
 void AppendOp(std::string* payload, const OpHeader& op, std::string_view body) {
   WALFS_CHECK(op.len == body.size());
-  PutFixed32(payload, op.tid);
-  PutFixed32(payload, op.len);
-  payload->push_back(static_cast<char>(op.flags));
-  payload->push_back(static_cast<char>(op.type));
-  PutFixed16(payload, 0);
+  char header[kOpHeaderSize];
+  EncodeOpHeader(header, op);
+  payload->append(header, kOpHeaderSize);
   payload->append(body);
 }
 

@@ -83,6 +83,9 @@ struct OpHeader {
   ItemType type = ItemType::kNone;
 };
 
+// Writes an op header's kOpHeaderSize bytes at dst.
+void EncodeOpHeader(char* dst, const OpHeader& op);
+
 // Appends one op to a record payload under construction.
 void AppendOp(std::string* payload, const OpHeader& op, std::string_view body);
 

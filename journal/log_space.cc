@@ -155,6 +155,19 @@ void LogSpace::MoveTail(std::int64_t bytes) {
   SpaceWake();
 }
 
+void LogSpace::ChargeUnreserved(std::int64_t bytes) {
+  WALFS_CHECK(bytes >= 0);
+  reserve_head_.Add(bytes);
+  write_head_.Add(bytes);
+}
+
+void LogSpace::ReturnUnused(std::int64_t bytes) {
+  WALFS_CHECK(bytes >= 0);
+  reserve_head_.Sub(bytes);
+  write_head_.Sub(bytes);
+  SpaceWake();
+}
+
 void LogSpace::Shutdown() {
   if (shutdown_.exchange(true, std::memory_order_seq_cst)) return;
   WALFS_TRACE(kTraceShutdown);

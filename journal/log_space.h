@@ -110,6 +110,12 @@ class LogSpace {
   // Writeback moved the tail by `bytes`: tail_space shrinks and waiters wake.
   void MoveTail(std::int64_t bytes);
 
+  // Grant space taken or given back without a ticket: the log writer's
+  // record overhead beyond what its fund covered (xlog_sync's round-off
+  // without a ticket), and the unused part of that fund.  Charging never
+  // waits; returning wakes waiters.
+  void ChargeUnreserved(std::int64_t bytes);
+  void ReturnUnused(std::int64_t bytes);
   // Refuses all further reservations and wakes every waiter with Shutdown.
   void Shutdown();
   bool IsShutdown() const { return shutdown_.load(std::memory_order_seq_cst); }

@@ -1,6 +1,8 @@
 #include "journal/reservation.h"
 
 #include "base/check.h"
+#include "journal/cil.h"
+#include "journal/log_writer.h"
 
 namespace walfs::journal {
 
@@ -34,7 +36,12 @@ ReservationTable::ReservationTable(const ReservationGeometry& geo) {
   WALFS_CHECK(geo.block_size >= 512 && geo.inode_size >= 128);
   const Cost c{geo};
   auto set = [&](TransType t, std::int32_t bytes, std::int32_t count, bool perm) {
-    resv_[static_cast<int>(t)] = TransResv{bytes + kTransOverhead, count, perm};
+    // Its share of a checkpoint's overhead (record headers, padding, split
+    // op headers) in records of the smallest size the log writer allows.
+    const std::int64_t ckpt = Cil::CheckpointOverhead(
+        bytes, LogWriter::kMinIclogBytes - kLogSectorSize);
+    resv_[static_cast<int>(t)] =
+        TransResv{static_cast<std::int32_t>(bytes + kTransOverhead + ckpt), count, perm};
   };
   // Namespace changes roll twice: the change itself, then deferred frees.
   set(TransType::kCreate, c.Inodes(2) + c.DirChange() + c.InodeAlloc(), 2, true);

@@ -24,6 +24,11 @@ bool Ticket::Consume(std::int32_t bytes) {
   return true;
 }
 
+void Ticket::Refund(std::int32_t bytes) {
+  WALFS_CHECK(bytes >= 0);
+  curr_res_ += bytes;
+}
+
 std::string TicketFlagsString(std::uint32_t flags) {
   std::string s;
   auto add = [&](std::uint32_t bit, const char* name) {

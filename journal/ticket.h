@@ -53,6 +53,9 @@ class Ticket : public boost::intrusive::list_base_hook<
   // estimated this transaction type, which the caller treats as fatal for
   // the log (XFS prints the ticket and shuts down).
   [[nodiscard]] bool Consume(std::int32_t bytes);
+  // Gives back bytes consumed earlier in this step: a relogged item
+  // formatted smaller than before (the CIL's negative length delta).
+  void Refund(std::int32_t bytes);
 
   // Bytes this ticket must find free on the reserve head before it may be
   // granted: every pre-reserved roll of a permanent ticket (XFS's

@@ -66,6 +66,11 @@ class Writeback {
 class FakeItem : public LogItem {
  public:
   explicit FakeItem(Writeback** wb) : wb_(wb) {}
+  ItemType type() const override { return ItemType::kBuffer; }
+  bool Format(std::string* out) override {
+    out->append("x");
+    return true;
+  }
   PushResult Push() override {
     if (pinned.load()) return PushResult::kPinned;
     if (locked.load()) return PushResult::kLocked;

@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -59,6 +61,15 @@ class TestLog {
     return at;
   }
 
+  // Writes a clean-unmount record: the log tail is the record itself (the
+  // AIL is empty at unmount).
+  Lsn AppendUnmount(std::uint32_t tid = 0xFFFF) {
+    tail_ = head_;
+    std::string p;
+    AppendOp(&p, OpHeader{tid, 0, kOpUnmount, ItemType::kNone}, "");
+    return Append(p, kRecordUnmount);
+  }
+
   MemoryDevice* device() { return device_.get(); }
 
  private:
@@ -75,6 +86,19 @@ inline std::string OneOp(std::uint32_t tid, std::size_t len, std::uint8_t flags 
   AppendOp(&p, OpHeader{tid, static_cast<std::uint32_t>(len), flags, ItemType::kBuffer},
            std::string(len, static_cast<char>('A' + tid % 26)));
   return p;
+}
+
+// Appends the ops of transaction `tid` to a record payload: a START op if
+// `ends` has kOpStart, one op per item, a COMMIT op if `ends` has kOpCommit.
+// A transaction spread over records is written as pieces with ends = START,
+// 0, ..., COMMIT.
+inline void AppendTransaction(std::string* payload, std::uint32_t tid,
+                              const std::vector<std::pair<ItemType, std::string>>& items,
+                              std::uint8_t ends = kOpStart | kOpCommit) {
+  if (ends & kOpStart) AppendOp(payload, OpHeader{tid, 0, kOpStart, ItemType::kNone}, "");
+  for (const auto& [type, body] : items)
+    AppendOp(payload, OpHeader{tid, static_cast<std::uint32_t>(body.size()), 0, type}, body);
+  if (ends & kOpCommit) AppendOp(payload, OpHeader{tid, 0, kOpCommit, ItemType::kNone}, "");
 }
 
 }  // namespace walfs::journal::testing

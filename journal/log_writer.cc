@@ -1,0 +1,539 @@
+#include "journal/log_writer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "base/block_device.h"
+#include "base/check.h"
+#include "base/clock.h"
+#include "journal/log_events.h"
+#include "journal/log_reader.h"
+
+namespace walfs::journal {
+
+std::string_view IclogStateName(IclogState s) {
+  switch (s) {
+    case IclogState::kActive: return "ACTIVE";
+    case IclogState::kWantSync: return "WANT_SYNC";
+    case IclogState::kSyncing: return "SYNCING";
+    case IclogState::kDoneSync: return "DONE_SYNC";
+    case IclogState::kCallback: return "CALLBACK";
+    case IclogState::kDirty: return "DIRTY";
+  }
+  return "?";
+}
+
+struct LogWriter::Iclog {
+  std::size_t index = 0;
+  IclogState state = IclogState::kActive;
+  std::string buf;        // payload, sized to the capacity
+  std::size_t used = 0;   // payload bytes claimed (copied or being copied)
+  Lsn lsn = kNullLsn;     // where the record starts; set by its first op
+  Lsn prev_lsn = kNullLsn;
+  std::uint32_t num_ops = 0;
+  std::uint32_t record_flags = 0;
+  bool has_commit = false;
+  int refs = 0;           // writers copying into it, forcers switching it
+  std::vector<std::pair<LogDoneCallback, WriteResult>> callbacks;
+  // Set when it is synced.
+  std::string encoded;
+  std::uint32_t sectors = 0;
+  int parts_pending = 0;
+  Status io_status;
+  std::int64_t submit_ns = 0;
+};
+
+Result<std::unique_ptr<LogWriter>> LogWriter::Create(const LogWriterOptions& options) {
+  WALFS_RETURN_IF_ERROR(options.region.Validate());
+  if (options.iclog_count < 2 || options.iclog_count > 256)
+    return Status::InvalidArgument(
+        fmt::format("logbufs={} is out of range: 2 to 256 in-core log buffers", options.iclog_count));
+  if (options.iclog_bytes % kLogSectorSize != 0 || options.iclog_bytes < kMinIclogBytes ||
+      options.iclog_bytes > kMaxIclogBytes)
+    return Status::InvalidArgument(fmt::format(
+        "logbsize={} is invalid: a multiple of {} from {} to {} bytes", options.iclog_bytes,
+        kLogSectorSize, kMinIclogBytes, kMaxIclogBytes));
+  const std::uint64_t window = std::uint64_t{options.iclog_count} * options.iclog_bytes;
+  if (window * 2 > std::uint64_t{options.region.sectors} * kLogSectorSize)
+    return Status::InvalidArgument(fmt::format(
+        "the log ({} bytes) is too small for {} in-core buffers of {} bytes", 
+        std::uint64_t{options.region.sectors} * kLogSectorSize, options.iclog_count,
+        options.iclog_bytes));
+  if (SectorOf(options.head) >= options.region.sectors || CycleOf(options.head) == 0)
+    return Status::InvalidArgument(fmt::format("log head {} is outside the log",
+                                               LsnString(options.head)));
+  if (options.space == nullptr) return Status::InvalidArgument("LogWriter needs a LogSpace");
+  return std::unique_ptr<LogWriter>(new LogWriter(options));
+}
+
+LogWriter::LogWriter(const LogWriterOptions& options)
+    : region_(options.region),
+      capacity_(options.iclog_bytes - kLogSectorSize),
+      space_(options.space),
+      tail_lsn_(options.tail_lsn),
+      on_error_(options.on_error),
+      head_(options.head),
+      prev_(options.prev),
+      durable_(options.prev) {
+  MutexLock l(&mu_);
+  for (std::uint32_t i = 0; i < options.iclog_count; ++i) {
+    auto ic = std::make_unique<Iclog>();
+    ic->index = i;
+    ic->buf.resize(capacity_);
+    ring_.push_back(std::move(ic));
+  }
+}
+
+LogWriter::~LogWriter() { WaitIdle(); }
+
+void LogWriter::ReturnFund() {
+  MutexLock l(&mu_);
+  if (fund_ <= 0) return;
+  stats_.returned_fund_bytes += static_cast<std::uint64_t>(fund_);
+  space_->ReturnUnused(fund_);
+  fund_ = 0;
+}
+
+void LogWriter::WaitIdle() {
+  MutexLock l(&mu_);
+  // Every switched-out record completes (with an error once shut down), and
+  // its callbacks run, before the ring goes away.
+  for (;;) {
+    bool busy = processing_;
+    for (const auto& ic : ring_)
+      busy |= ic->state != IclogState::kActive || ic->refs > 0;
+    if (!busy) break;
+    cv_.Wait(&mu_);
+  }
+}
+
+void LogWriter::SetStateLocked(Iclog* ic, IclogState s) {
+  ic->state = s;
+  ++stats_.state_changes;
+  WALFS_TRACE(kTraceIclogState, ic->index, ic->lsn, static_cast<std::uint64_t>(s));
+  cv_.SignalAll();
+}
+
+Status LogWriter::WaitActiveLocked(Iclog* ic) {
+  bool waited = false;
+  while (status_.ok() && ic->state != IclogState::kActive) {
+    if (!waited) ++stats_.iclog_waits;
+    waited = true;
+    cv_.Wait(&mu_);
+  }
+  return status_;
+}
+
+// The first op into an empty iclog fixes where its record starts and pays
+// for its header sector.
+void LogWriter::BeginRecordLocked(Iclog* ic) {
+  ic->lsn = head_;
+  ic->prev_lsn = prev_;
+  DrawFundLocked(kLogSectorSize);
+}
+
+LogWriter::Iclog* LogWriter::CurrentLocked() {
+  Iclog* ic = ring_[current_].get();
+  if (!WaitActiveLocked(ic).ok()) return nullptr;
+  if (ic->used == 0 && ic->lsn == kNullLsn) BeginRecordLocked(ic);
+  return ic;
+}
+
+void LogWriter::DrawFundLocked(std::int64_t bytes) {
+  fund_ -= bytes;
+  if (fund_ < 0) {
+    // The overhead reservation ran short: charge the grant heads directly
+    // (xlog_sync's round-off without a ticket).  Counted; never expected
+    // from the CIL, whose fund is an upper bound.
+    space_->ChargeUnreserved(-fund_);
+    stats_.overcommitted_bytes += static_cast<std::uint64_t>(-fund_);
+    WALFS_TRACE(kTraceOverheadCharge, -fund_);
+    fund_ = 0;
+  }
+}
+
+// Keeps enough of the fund for the current record's padding and one split
+// op header; the rest goes back to the grant heads.
+void LogWriter::ReturnFundLocked() {
+  const std::int64_t keep = kRecordOverhead;
+  if (fund_ <= keep) return;
+  const std::int64_t surplus = fund_ - keep;
+  fund_ = keep;
+  stats_.returned_fund_bytes += static_cast<std::uint64_t>(surplus);
+  space_->ReturnUnused(surplus);
+}
+
+// xlog_state_switch_iclogs: fixes the record's size, moves the head past it
+// and makes the next iclog current.  The record must not reach the tail.
+Status LogWriter::SwitchLocked(Iclog* ic) {
+  WALFS_CHECK(ic->state == IclogState::kActive && ic->used > 0 && ic == ring_[current_].get());
+  const std::size_t bytes = RecordBytes(ic->used);
+  ic->sectors = static_cast<std::uint32_t>(bytes / kLogSectorSize);
+  DrawFundLocked(static_cast<std::int64_t>(bytes - kLogSectorSize - ic->used));  // padding
+  const Lsn end = AdvanceLsn(ic->lsn, ic->sectors, region_.sectors);
+  if (tail_lsn_) {
+    // Accounting must never let a record reach the tail: writing it would
+    // destroy records recovery needs.  Refuse, loudly.
+    const Lsn tail = tail_lsn_();
+    if (tail != kNullLsn && tail <= ic->lsn &&
+        SectorsBetween(tail, end, region_.sectors) > region_.sectors)
+      return Status::Internal(fmt::format("log overrun: record {} of {} sectors would pass tail {}",
+                                          LsnString(ic->lsn), ic->sectors, LsnString(tail)));
+  }
+  head_ = end;
+  prev_ = ic->lsn;
+  SetStateLocked(ic, IclogState::kWantSync);
+  current_ = (current_ + 1) % ring_.size();
+  return Status::Ok();
+}
+
+Result<WriteResult> LogWriter::Write(std::span<const LogOp> ops, std::int64_t fund, bool commit,
+                                     LogDoneCallback done) {
+  MutexLock w(&write_mu_);
+  mu_.Lock();
+  if (!status_.ok()) {
+    Status s = status_;
+    mu_.Unlock();
+    return s;
+  }
+  fund_ += fund;
+  ++stats_.writes;
+  WriteResult res;
+  Iclog* ic = nullptr;
+  for (const LogOp& op : ops) {
+    std::string_view body = op.body;
+    bool first_piece = true;
+    for (;;) {
+      ic = CurrentLocked();
+      if (ic == nullptr) {
+        Status s = status_;
+        mu_.Unlock();
+        return s;
+      }
+      const std::size_t room = capacity_ - ic->used;
+      if (room < kOpHeaderSize + (body.empty() ? 0 : 1)) {
+        Status s = SwitchLocked(ic);
+        if (!s.ok()) {
+          mu_.Unlock();
+          Shutdown(s);
+          return s;
+        }
+        ++ic->refs;
+        mu_.Unlock();
+        Release(ic);
+        mu_.Lock();
+        continue;
+      }
+      if (res.start_lsn == kNullLsn) res.start_lsn = ic->lsn;
+      const std::size_t n = std::min(body.size(), room - kOpHeaderSize);
+      std::uint8_t flags = op.flags;
+      if (!first_piece) flags = static_cast<std::uint8_t>((flags & ~kOpStart) | kOpWasCont);
+      if (n < body.size()) {
+        flags = static_cast<std::uint8_t>((flags & ~(kOpCommit | kOpUnmount)) | kOpContinue);
+        ++stats_.split_ops;
+      }
+      // Claim the bytes under the lock, copy them outside it.
+      char* dst = ic->buf.data() + ic->used;
+      ic->used += kOpHeaderSize + n;
+      DrawFundLocked(static_cast<std::int64_t>(kOpHeaderSize + n));
+      ++ic->num_ops;
+      ++ic->refs;
+      if (op.flags & kOpUnmount) ic->record_flags |= kRecordUnmount;
+      stats_.op_bytes += kOpHeaderSize + n;
+      mu_.Unlock();
+      EncodeOpHeader(dst, OpHeader{op.tid, static_cast<std::uint32_t>(n), flags, op.type});
+      if (n > 0) std::memcpy(dst + kOpHeaderSize, body.data(), n);
+      body.remove_prefix(n);
+      const bool last_piece = body.empty();
+      if (!last_piece) {
+        Release(ic);
+        mu_.Lock();
+        first_piece = false;
+        continue;
+      }
+      mu_.Lock();
+      --ic->refs;  // a WANT_SYNC iclog is synced below, after the callback is attached
+      break;
+    }
+    ++stats_.ops;
+  }
+  if (ic == nullptr) {  // no ops
+    mu_.Unlock();
+    return res;
+  }
+  res.end_lsn = ic->lsn;
+  if (commit) ic->has_commit = true;
+  if (done) ic->callbacks.emplace_back(std::move(done), res);
+  ReturnFundLocked();
+  // A force may have switched the iclog out while we copied into it.
+  const bool sync = ic->state == IclogState::kWantSync && ic->refs == 0;
+  if (sync) ++ic->refs;
+  mu_.Unlock();
+  if (sync) Release(ic);
+  return res;
+}
+
+void LogWriter::Release(Iclog* ic) {
+  {
+    MutexLock l(&mu_);
+    WALFS_CHECK(ic->refs > 0);
+    if (--ic->refs > 0 || ic->state != IclogState::kWantSync) return;
+    SetStateLocked(ic, IclogState::kSyncing);
+  }
+  Sync(ic);
+}
+
+// xlog_sync: encodes the record and submits it.
+void LogWriter::Sync(Iclog* ic) {
+  // The tail goes in the header, read as the record is synced (under the
+  // writer's lock, which orders it with switches).
+  Lsn tail = kNullLsn;
+  RecordHeader h;
+  IoFlags flags = kIoFua;
+  Status failed;
+  {
+    MutexLock l(&mu_);
+    failed = status_;
+    if (failed.ok()) {
+      tail = tail_lsn_ ? tail_lsn_() : kNullLsn;
+      if (tail == kNullLsn || tail > ic->lsn) tail = ic->lsn;
+      if (ic->has_commit || tail != last_tail_) flags |= kIoPreflush;
+      last_tail_ = tail;
+      ic->parts_pending = SectorOf(ic->lsn) + ic->sectors > region_.sectors ? 2 : 1;
+      ++stats_.records;
+      stats_.record_bytes += std::uint64_t{ic->sectors} * kLogSectorSize;
+      if (flags & kIoPreflush) ++stats_.preflushes;
+      if (ic->parts_pending == 2) ++stats_.wrapped_records;
+    }
+  }
+  if (!failed.ok()) {
+    {
+      MutexLock l(&mu_);
+      ic->parts_pending = 1;
+    }
+    PartDone(ic, failed);
+    return;
+  }
+  h.cycle = CycleOf(ic->lsn);
+  h.flags = ic->record_flags;
+  h.lsn = ic->lsn;
+  h.prev_lsn = ic->prev_lsn;
+  h.tail_lsn = tail;
+  h.num_ops = ic->num_ops;
+  ic->encoded = EncodeRecord(h, std::string_view(ic->buf.data(), ic->used));
+  WALFS_CHECK(ic->encoded.size() == std::size_t{ic->sectors} * kLogSectorSize);
+  const std::uint32_t first = SectorOf(ic->lsn);
+  const std::uint32_t before_wrap = std::min(ic->sectors, region_.sectors - first);
+  if (before_wrap < ic->sectors) StampWrap(&ic->encoded, before_wrap);
+  std::vector<IoRequest> batch;
+  const std::size_t first_bytes = std::size_t{before_wrap} * kLogSectorSize;
+  batch.push_back(IoRequest::Write(region_.offset + std::uint64_t{first} * kLogSectorSize,
+                                   ic->encoded.data(), first_bytes, flags,
+                                   [this, ic](Status s) { PartDone(ic, s); }));
+  if (before_wrap < ic->sectors)
+    batch.push_back(IoRequest::Write(region_.offset, ic->encoded.data() + first_bytes,
+                                     ic->encoded.size() - first_bytes, kIoFua,
+                                     [this, ic](Status s) { PartDone(ic, s); }));
+  ic->submit_ns = MonotonicNanos();
+  WALFS_TRACE(kTraceLogSubmit, ic->lsn, ic->encoded.size(), flags);
+  Status s = region_.device->Submit(std::move(batch));
+  if (!s.ok()) {
+    {
+      MutexLock l(&mu_);
+      ic->parts_pending = 1;
+    }
+    PartDone(ic, s);
+  }
+}
+
+void LogWriter::PartDone(Iclog* ic, const Status& s) {
+  {
+    MutexLock l(&mu_);
+    if (!s.ok() && ic->io_status.ok()) ic->io_status = s;
+    if (--ic->parts_pending > 0) return;
+    const std::int64_t ns = ic->submit_ns ? MonotonicNanos() - ic->submit_ns : 0;
+    if (ic->submit_ns) write_ns_.Record(ns);
+    WALFS_TRACE(kTraceLogComplete, ic->lsn, ns,
+                ic->io_status.ok() ? 0 : static_cast<std::uint64_t>(ic->io_status.ToErrno()));
+    SetStateLocked(ic, IclogState::kDoneSync);
+  }
+  ProcessCompletions();
+}
+
+// xlog_state_do_callback: runs the callbacks of completed records strictly
+// in LSN order; a record that completed early waits for those before it.
+void LogWriter::ProcessCompletions() {
+  Status report;
+  {
+    MutexLock l(&mu_);
+    if (processing_) {
+      reprocess_ = true;
+      return;
+    }
+    processing_ = true;
+    for (;;) {
+      Iclog* ic = ring_[oldest_].get();
+      if (ic->state != IclogState::kDoneSync) {
+        if (!reprocess_) break;
+        reprocess_ = false;
+        continue;
+      }
+      SetStateLocked(ic, IclogState::kCallback);
+      Status s = ic->io_status.ok() ? status_ : ic->io_status;
+      if (!ic->io_status.ok() && status_.ok()) {
+        status_ = Status::IoError(fmt::format("log write of record {} failed: {}",
+                                              LsnString(ic->lsn), ic->io_status.ToString()));
+        s = status_;
+      }
+      auto callbacks = std::move(ic->callbacks);
+      ic->callbacks.clear();
+      mu_.Unlock();
+      for (auto& [cb, res] : callbacks) cb(s, res);
+      mu_.Lock();
+      if (s.ok()) durable_ = ic->lsn;
+      SetStateLocked(ic, IclogState::kDirty);
+      // xlog_state_clean_iclog
+      ic->used = 0;
+      ic->lsn = kNullLsn;
+      ic->num_ops = 0;
+      ic->record_flags = 0;
+      ic->has_commit = false;
+      ic->encoded.clear();
+      ic->io_status = Status::Ok();
+      ic->submit_ns = 0;
+      SetStateLocked(ic, IclogState::kActive);
+      oldest_ = (oldest_ + 1) % ring_.size();
+    }
+    processing_ = false;
+    cv_.SignalAll();
+    if (!status_.ok() && !error_reported_) {
+      error_reported_ = true;
+      report = status_;
+    }
+  }
+  if (!report.ok() && on_error_) on_error_(report);
+}
+
+Status LogWriter::WaitDurableLocked(Lsn lsn) {
+  while (status_.ok() && durable_ < lsn) cv_.Wait(&mu_);
+  return durable_ >= lsn ? Status::Ok() : status_;
+}
+
+Status LogWriter::Force(Lsn lsn) {
+  const std::int64_t t0 = MonotonicNanos();
+  Iclog* to_release = nullptr;
+  mu_.Lock();
+  ++stats_.forces;
+  if (durable_ >= lsn) {
+    mu_.Unlock();
+    WALFS_TRACE(kTraceLogForce, lsn, 0, 1);
+    return Status::Ok();
+  }
+  Iclog* cur = ring_[current_].get();
+  if (cur->state == IclogState::kActive && cur->used > 0 && cur->lsn <= lsn) {
+    // The record is still being filled: switch it out (group commit: every
+    // forcer of it, and every writer already in it, shares this write).
+    Status s = SwitchLocked(cur);
+    if (!s.ok()) {
+      mu_.Unlock();
+      Shutdown(s);
+      return s;
+    }
+    ++stats_.force_switches;
+    ++cur->refs;
+    to_release = cur;
+  }
+  ++stats_.force_waits;
+  mu_.Unlock();
+  if (to_release) Release(to_release);
+  MutexLock l(&mu_);
+  Status s = WaitDurableLocked(lsn);
+  WALFS_TRACE(kTraceLogForce, lsn, MonotonicNanos() - t0, 0);
+  return s;
+}
+
+Status LogWriter::ForceAll() {
+  Lsn target;
+  {
+    MutexLock l(&mu_);
+    if (!status_.ok()) return status_;
+    const Iclog* cur = ring_[current_].get();
+    target = cur->used > 0 ? cur->lsn : prev_;
+  }
+  if (target == kNullLsn) return Status::Ok();
+  return Force(target);
+}
+
+Status LogWriter::WriteUnmount(std::uint32_t tid, std::int64_t fund) {
+  WALFS_RETURN_IF_ERROR(ForceAll());
+  // ForceAll left the current iclog empty unless a writer raced in: the
+  // unmount op gets a record of its own either way, since Write starts it
+  // in whatever is current and the record flag marks only that record.
+  {
+    MutexLock w(&write_mu_);
+    MutexLock l(&mu_);
+    Iclog* cur = ring_[current_].get();
+    WALFS_RETURN_IF_ERROR(WaitActiveLocked(cur));
+    if (cur->used > 0) return Status::Internal("log writes raced with unmount");
+  }
+  const LogOp op{tid, kOpUnmount, ItemType::kNone, {}};
+  WALFS_ASSIGN_OR_RETURN(WriteResult res, Write(std::span<const LogOp>(&op, 1), fund, true, {}));
+  return Force(res.end_lsn);
+}
+
+void LogWriter::Shutdown(const Status& why) {
+  WALFS_CHECK(!why.ok());
+  bool report = false;
+  std::vector<Iclog*> to_sync;
+  {
+    MutexLock l(&mu_);
+    if (status_.ok()) status_ = why;
+    if (!error_reported_) {
+      error_reported_ = true;
+      report = true;
+    }
+    // An iclog being filled will never be written: fail it through the
+    // normal completion path so its callbacks run.
+    Iclog* cur = ring_[current_].get();
+    if (cur->state == IclogState::kActive && cur->used > 0 && cur->refs == 0) {
+      cur->sectors = static_cast<std::uint32_t>(RecordBytes(cur->used) / kLogSectorSize);
+      SetStateLocked(cur, IclogState::kSyncing);
+      current_ = (current_ + 1) % ring_.size();
+      to_sync.push_back(cur);
+    }
+    cv_.SignalAll();
+  }
+  for (Iclog* ic : to_sync) Sync(ic);  // fails at once: status_ is set
+  if (report && on_error_) on_error_(why);
+}
+
+Status LogWriter::status() const {
+  MutexLock l(&mu_);
+  return status_;
+}
+
+Lsn LogWriter::head() const {
+  MutexLock l(&mu_);
+  const Iclog* cur = ring_[current_].get();
+  return cur->used > 0 ? cur->lsn : head_;
+}
+
+Lsn LogWriter::durable_lsn() const {
+  MutexLock l(&mu_);
+  return durable_;
+}
+
+LogWriterStats LogWriter::Stats() const {
+  MutexLock l(&mu_);
+  LogWriterStats s = stats_;
+  s.head = head_;
+  s.durable = durable_;
+  s.write_p50_ns = write_ns_.Percentile(0.5);
+  s.write_p99_ns = write_ns_.Percentile(0.99);
+  return s;
+}
+
+}  // namespace walfs::journal

@@ -1,0 +1,199 @@
+// LogWriter: the in-core log buffers (iclogs) and the writes of log records
+// (XFS's xlog_write, xlog_state_* and xlog_sync).
+//
+// A ring of iclogs, each one log record in the making: writers copy ops into
+// the current one; when it is full (or a force wants it on disk) it is
+// switched out and, once the last writer has let go of it, written to the
+// log with one write (two if the record wraps past the end of the log).
+// Completions are processed in LSN order whatever order the device finished
+// them in, and only then does an iclog run its callbacks and become active
+// again.  States, as XFS names them:
+//
+//   ACTIVE -> WANT_SYNC -> SYNCING -> DONE_SYNC -> CALLBACK -> DIRTY -> ACTIVE
+//
+// Space: every byte the writer puts in the log -- ops, a record's header
+// sector, its padding to a whole sector, the op headers of bodies split
+// across records -- is paid from a fund of grant space that callers hand
+// over with each Write (a checkpoint hands over everything its transactions
+// were charged); a fund that runs short is overcommitted on the grant heads,
+// as XFS does with the round-off of a record written without a ticket, and
+// counted.  Surplus beyond one record's worst-case overhead goes back.  So the bytes between two record
+// LSNs are always exactly bytes the grant heads were charged for, which is
+// what lets the AIL hand them back with Ail::AdvanceHead.
+//
+// Durability: every log write is FUA; a record that holds a commit record,
+// or whose tail LSN moved since the last record, is written with a preflush
+// too, so that the metadata writeback the tail move relies on and the
+// records before it are stable first.
+//
+// Lock order: the writer's lock before the AIL's (the tail is read with the
+// writer's lock held).  Callbacks run without the writer's lock, one at a
+// time, on the device's completion thread (or on a thread failing the log).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/histogram.h"
+#include "base/mutex.h"
+#include "base/status.h"
+#include "journal/log_format.h"
+#include "journal/log_region.h"
+#include "journal/log_space.h"
+#include "journal/lsn.h"
+
+namespace walfs::journal {
+
+enum class IclogState : std::uint8_t { kActive, kWantSync, kSyncing, kDoneSync, kCallback, kDirty };
+std::string_view IclogStateName(IclogState s);
+
+// One op to write: its header fields and body (len is the body's size).
+struct LogOp {
+  std::uint32_t tid = 0;
+  std::uint8_t flags = 0;  // kOpStart, kOpCommit, kOpUnmount; CONTINUE/WAS_CONT are the writer's
+  ItemType type = ItemType::kNone;
+  std::string_view body;
+};
+
+struct WriteResult {
+  Lsn start_lsn = kNullLsn;  // the record holding the first op
+  Lsn end_lsn = kNullLsn;    // the record holding the last op
+};
+
+// Runs once the record holding a Write's last op, and every record before
+// it, is on disk; or with the error that stopped that.
+using LogDoneCallback = std::function<void(const Status&, const WriteResult&)>;
+
+struct LogWriterOptions {
+  LogRegion region;
+  std::uint32_t iclog_count = 8;
+  // The size of a record, header sector included (XFS's logbsize).  A
+  // multiple of 512 in [kMinIclogBytes, kMaxIclogBytes].
+  std::uint32_t iclog_bytes = 32 * 1024;
+  Lsn head = MakeLsn(1, 0);  // where the first record goes
+  Lsn prev = kNullLsn;       // the record before it
+  LogSpace* space = nullptr;
+  // The log tail now (the AIL's).  Called with the writer's lock held.
+  std::function<Lsn()> tail_lsn{};
+  // Called once, without locks, when an I/O error fails the log.
+  std::function<void(const Status&)> on_error{};
+};
+
+struct LogWriterStats {
+  Lsn head = kNullLsn;          // where the next record starts
+  Lsn durable = kNullLsn;       // the last record on disk, with all before it
+  std::uint64_t writes = 0;     // Write calls
+  std::uint64_t ops = 0;
+  std::uint64_t op_bytes = 0;   // op headers and bodies copied
+  std::uint64_t split_ops = 0;  // bodies continued in the next record
+  std::uint64_t records = 0;    // records submitted
+  std::uint64_t record_bytes = 0;  // on disk, headers and padding included
+  std::uint64_t wrapped_records = 0;
+  std::uint64_t preflushes = 0;
+  std::uint64_t forces = 0;         // Force/ForceAll calls
+  std::uint64_t force_switches = 0; // forces that switched out an active iclog
+  std::uint64_t force_waits = 0;    // forces that waited for I/O
+  std::uint64_t iclog_waits = 0;    // writers that waited for a free iclog
+  std::uint64_t overcommitted_bytes = 0;  // overhead the fund did not cover
+  std::uint64_t returned_fund_bytes = 0;
+  std::uint64_t state_changes = 0;
+  std::int64_t write_p50_ns = 0;  // log write submit -> complete
+  std::int64_t write_p99_ns = 0;
+};
+
+class LogWriter {
+ public:
+  static constexpr std::uint32_t kMinIclogBytes = 16 * 1024;
+  static constexpr std::uint32_t kMaxIclogBytes = kLogSectorSize + kMaxRecordPayload;
+  // The most overhead one record can cost: its header sector, a sector of
+  // padding and one split op header.  The CIL reserves this per record.
+  static constexpr std::int64_t kRecordOverhead = 2 * kLogSectorSize + kOpHeaderSize;
+
+  static Result<std::unique_ptr<LogWriter>> Create(const LogWriterOptions& options);
+  // Waits for every record submitted to complete.  Writes nothing else:
+  // call ForceAll (or WriteUnmount) first for durability.
+  ~LogWriter();
+  LogWriter(const LogWriter&) = delete;
+  LogWriter& operator=(const LogWriter&) = delete;
+
+  // Copies ops into iclogs in order, splitting bodies across records.  `fund`
+  // bytes of grant space are handed over to pay for them (see above).  `commit`: the
+  // last op commits a transaction (its record gets a preflush).  `done` runs
+  // as described above.  Writes are serialized.  Fails once the log is shut
+  // down (no op is copied then).
+  Result<WriteResult> Write(std::span<const LogOp> ops, std::int64_t fund, bool commit,
+                            LogDoneCallback done);
+  // Makes the record at `lsn` and every record before it durable, switching
+  // out the iclog that holds it if it is still being filled; concurrent
+  // forcers of the same record share one write (group commit).
+  Status Force(Lsn lsn);
+  // Makes everything written so far durable.
+  Status ForceAll();
+  // A clean-unmount record of its own, then ForceAll.  `fund` must cover a
+  // header sector and an op header (kUnmountBytes).
+  static constexpr std::int64_t kUnmountBytes = 2 * kLogSectorSize;
+  Status WriteUnmount(std::uint32_t tid, std::int64_t fund);
+
+  // Waits until no record is in flight and every callback has run.
+  void WaitIdle() EXCLUDES(mu_);
+  // Returns the overhead fund still held to the grant heads (clean unmount).
+  void ReturnFund() EXCLUDES(mu_);
+  // Fails the log: no more writes; forces and callbacks see `why`.
+  void Shutdown(const Status& why);
+  Status status() const;
+
+  std::uint32_t payload_capacity() const { return capacity_; }
+  Lsn head() const;
+  Lsn durable_lsn() const;
+  LogWriterStats Stats() const;
+
+ private:
+  struct Iclog;
+  explicit LogWriter(const LogWriterOptions& options);
+
+  Iclog* CurrentLocked() REQUIRES(mu_);
+  Status WaitActiveLocked(Iclog* ic) REQUIRES(mu_);
+  void BeginRecordLocked(Iclog* ic) REQUIRES(mu_);
+  Status SwitchLocked(Iclog* ic) REQUIRES(mu_);
+  void DrawFundLocked(std::int64_t bytes) REQUIRES(mu_);
+  void ReturnFundLocked() REQUIRES(mu_);
+  void SetStateLocked(Iclog* ic, IclogState s) REQUIRES(mu_);
+  // Drops a writer's (or forcer's) reference; the last one syncs a
+  // switched-out iclog.
+  void Release(Iclog* ic) EXCLUDES(mu_);
+  void Sync(Iclog* ic) EXCLUDES(mu_);
+  void PartDone(Iclog* ic, const Status& s) EXCLUDES(mu_);
+  void ProcessCompletions() EXCLUDES(mu_);
+  Status WaitDurableLocked(Lsn lsn) REQUIRES(mu_);
+
+  const LogRegion region_;
+  const std::uint32_t capacity_;  // payload bytes per record
+  LogSpace* const space_;
+  const std::function<Lsn()> tail_lsn_;
+  const std::function<void(const Status&)> on_error_;
+
+  Mutex write_mu_;  // serializes Write calls: one op stream at a time
+  mutable Mutex mu_;  // the icloglock
+  std::vector<std::unique_ptr<Iclog>> ring_ GUARDED_BY(mu_);
+  std::size_t current_ GUARDED_BY(mu_) = 0;  // the iclog being filled
+  std::size_t oldest_ GUARDED_BY(mu_) = 0;   // the next to complete, in LSN order
+  Lsn head_ GUARDED_BY(mu_);         // where the current (or next) record starts
+  Lsn prev_ GUARDED_BY(mu_);         // the last record switched out
+  Lsn durable_ GUARDED_BY(mu_);      // completions processed up to this record
+  Lsn last_tail_ GUARDED_BY(mu_) = kNullLsn;  // tail written in the last record
+  std::int64_t fund_ GUARDED_BY(mu_) = 0;
+  Status status_ GUARDED_BY(mu_);
+  bool processing_ GUARDED_BY(mu_) = false;  // a thread is running callbacks
+  bool reprocess_ GUARDED_BY(mu_) = false;
+  bool error_reported_ GUARDED_BY(mu_) = false;
+  LogWriterStats stats_ GUARDED_BY(mu_);
+  CondVar cv_;  // iclog states and durable_ changed
+  Histogram write_ns_;  // submit -> complete of each record
+};
+
+}  // namespace walfs::journal

@@ -1,0 +1,195 @@
+// Crash specs of the log with the write-recording device: a randomized
+// transaction workload with forces, then, for every prefix of the write
+// stream that ends at a flush (whole, and with its last write torn) and for
+// sampled reorderings of the writes in flight, recovery must give an image
+// that is exactly the state after some transaction t -- never a partial
+// transaction or checkpoint -- with t at or past every transaction whose
+// force had returned by then; and recovering again must change nothing.
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "base/block_device_memory.h"
+#include "base/block_device_recording.h"
+#include "journal/log.h"
+#include "journal/log_recover.h"
+#include "journal/transaction.h"
+#include "tests/journal/log_test_fixture.h"
+
+namespace walfs::journal {
+namespace {
+
+using testing::Blocks;
+using testing::Fill;
+using testing::ImageBytes;
+using testing::kBlockSize;
+using testing::kPayloadOffset;
+using testing::TestJournal;
+
+constexpr std::uint32_t kSectors = 2048;  // 1 MiB: the workload wraps it
+constexpr std::uint32_t kBlocks = 8;
+constexpr std::size_t kPayload = kBlockSize - kPayloadOffset;
+
+// The payloads of every block, concatenated.
+using Image = std::string;
+
+Image ReadImage(BlockDevice* dev) {
+  Image img;
+  for (std::uint32_t i = 0; i < kBlocks; ++i) img += testing::PayloadOnDisk(dev, i);
+  return img;
+}
+
+std::string WholeDevice(BlockDevice* dev) {
+  std::string all(dev->size_bytes(), '\0');
+  EXPECT_TRUE(dev->Read(0, all.data(), all.size()).ok());
+  return all;
+}
+
+struct Workload {
+  std::vector<Image> states;  // states[t]: after transaction t (0: before any)
+  // (ops recorded when the force returned, every transaction up to this one
+  // is durable)
+  std::vector<std::pair<std::size_t, std::size_t>> forced;
+  std::unique_ptr<RecordingDevice> rec;
+  std::unique_ptr<MemoryDevice> disk;
+};
+
+// Runs `count` random transactions on a fresh log over a recording device.
+Workload RunWorkload(std::uint64_t seed, int count) {
+  Workload w;
+  w.disk = std::make_unique<MemoryDevice>(ImageBytes(kSectors));
+  w.rec = std::move(RecordingDevice::Create(w.disk.get())).value();
+  LogOptions o = testing::TestLogOptions(w.rec.get(), kSectors);
+  o.iclog_count = 4;
+  o.iclog_bytes = 16 * 1024;
+  o.push_bytes = 24 * 1024;  // background checkpoints between forces
+  auto opened = Log::Open(o);
+  EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+  TestJournal j(std::move(opened).value(), kBlocks);
+  std::mt19937_64 rng(seed);
+  Image model(std::size_t{kBlocks} * kPayload, '\0');
+  w.states.push_back(model);
+  for (int t = 1; t <= count; ++t) {
+    auto tx = Transaction::Begin(j.get(), TransType::kWrite);
+    EXPECT_TRUE(tx.ok());
+    const int nblocks = 1 + static_cast<int>(rng() % 3);
+    std::vector<std::uint32_t> picked;
+    for (int k = 0; k < nblocks; ++k) {
+      const auto b = static_cast<std::uint32_t>(rng() % kBlocks);
+      if (std::find(picked.begin(), picked.end(), b) == picked.end()) picked.push_back(b);
+    }
+    std::sort(picked.begin(), picked.end());
+    for (std::uint32_t b : picked) j[b]->Lock();
+    for (std::uint32_t b : picked) {
+      const auto first = static_cast<std::uint32_t>(rng() % kPayload);
+      const auto len = static_cast<std::uint32_t>(
+          1 + rng() % std::min<std::uint64_t>(kPayload - first, 1500));
+      Fill(&*tx, j[b], kPayloadOffset + first, len, static_cast<std::uint8_t>(t));
+      std::memset(model.data() + std::size_t{b} * kPayload + first, t & 0xff, len);
+    }
+    auto seq = tx->Commit();
+    for (std::uint32_t b : picked) j[b]->Unlock();
+    EXPECT_TRUE(seq.ok()) << seq.status().ToString();
+    w.states.push_back(model);
+    if (rng() % 6 == 0) {
+      EXPECT_TRUE(j->Force(*seq).ok());
+      w.forced.emplace_back(w.rec->op_count(), static_cast<std::size_t>(t));
+    }
+  }
+  // The crash: the log stops where it is, without an unmount record.
+  j->Halt();
+  return w;
+}
+
+// The last transaction whose force had returned before op `n` was issued.
+std::size_t RequiredAt(const Workload& w, std::size_t n) {
+  std::size_t t = 0;
+  for (const auto& [ops, tx] : w.forced)
+    if (ops <= n) t = std::max(t, tx);
+  return t;
+}
+
+// Recovers `dev` twice and checks the image against the workload's states.
+void CheckRecovered(const Workload& w, MemoryDevice* dev, std::size_t required,
+                    const std::string& what) {
+  RecoverOptions ro;
+  ro.log = LogRegion{dev, testing::kLogOffset, kSectors};
+  ro.metadata = dev;
+  auto first = RecoverLog(ro);
+  ASSERT_TRUE(first.ok()) << what << ": " << first.status().ToString();
+  const Image img = ReadImage(dev);
+  std::size_t found = SIZE_MAX;
+  for (std::size_t t = w.states.size(); t-- > 0;)
+    if (w.states[t] == img) {
+      found = t;
+      break;
+    }
+  ASSERT_NE(found, SIZE_MAX) << what << ": the recovered image is no transaction's state";
+  EXPECT_GE(found, required) << what << ": a forced transaction was lost";
+  const std::string once = WholeDevice(dev);
+  auto second = RecoverLog(ro);
+  ASSERT_TRUE(second.ok()) << what << ": " << second.status().ToString();
+  EXPECT_TRUE(WholeDevice(dev) == once) << what << ": recovering again changed the image";
+}
+
+class LogCrash : public ::testing::TestWithParam<std::uint64_t> {};
+
+TEST_P(LogCrash, EveryFlushPrefixRecoversToAForcedConsistentState) {
+  Workload w = RunWorkload(GetParam(), 150);
+  ASSERT_FALSE(w.forced.empty());
+  const std::vector<std::size_t> flushes = w.rec->FlushPoints();
+  ASSERT_GT(flushes.size(), 10u);
+  const std::vector<RecordedOp> ops = w.rec->ops();
+  std::size_t states = 0;
+  for (std::size_t f : flushes) {
+    const std::size_t n = f + 1;
+    auto img = w.rec->MaterializePrefix(n);
+    ASSERT_TRUE(img.ok());
+    CheckRecovered(w, img->get(), RequiredAt(w, n), "prefix " + std::to_string(n));
+    ++states;
+    // The same moment with the last write before the flush torn: it had not
+    // completed, so only forces that returned before it was issued count.
+    std::size_t last_write = SIZE_MAX;
+    for (std::size_t i = f; i-- > 0;)
+      if (ops[i].kind == RecordedOp::Kind::kWrite) {
+        last_write = i;
+        break;
+      }
+    if (last_write == SIZE_MAX || ops[last_write].data.size() <= kLogSectorSize) continue;
+    auto torn = w.rec->MaterializePrefix(last_write + 1, /*torn_sectors=*/1);
+    ASSERT_TRUE(torn.ok());
+    CheckRecovered(w, torn->get(), RequiredAt(w, last_write),
+                   "torn write " + std::to_string(last_write));
+    ++states;
+  }
+  RecordProperty("crash_states", static_cast<int>(states));
+}
+
+TEST_P(LogCrash, SampledReorderingsOfWritesInFlightRecover) {
+  Workload w = RunWorkload(GetParam() ^ 0x5eed, 120);
+  const std::size_t total = w.rec->op_count();
+  std::mt19937_64 rng(GetParam());
+  for (int s = 0; s < 150; ++s) {
+    const std::size_t n = 1 + rng() % total;
+    CrashSampleOptions o;
+    o.seed = rng();
+    o.land_probability = 0.5;
+    o.tear_probability = 0.3;
+    o.before_completions = (s % 2) == 1;
+    auto img = w.rec->SampleCrashState(n, o);
+    ASSERT_TRUE(img.ok()) << img.status().ToString();
+    // A force that returned before the crash moment saw its record durable.
+    const std::size_t moment = o.before_completions ? n - 1 : n;
+    CheckRecovered(w, img->get(), RequiredAt(w, moment),
+                   "sample " + std::to_string(s) + " at " + std::to_string(n));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, LogCrash, ::testing::Values(1u, 2u, 3u));
+
+}  // namespace
+}  // namespace walfs::journal

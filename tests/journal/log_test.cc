@@ -1,0 +1,346 @@
+// Specs of the assembled log: transactions through the CIL, checkpoints
+// written by the log writer, forces, clean unmount, recovery after a crash,
+// contention on a tiny log in every wake mode, and shutdown on I/O errors.
+#include "journal/log.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "base/block_device_fault.h"
+#include "base/block_device_memory.h"
+#include "journal/log_head.h"
+#include "journal/transaction.h"
+#include "tests/journal/log_test_fixture.h"
+
+namespace walfs::journal {
+namespace {
+
+using testing::Blocks;
+using testing::Fill;
+using testing::ImageBytes;
+using testing::kPayloadOffset;
+using testing::PayloadOnDisk;
+using testing::TestLogOptions;
+
+constexpr std::uint32_t kSectors = 4096;  // 2 MiB log
+
+std::unique_ptr<Log> OpenLog(BlockDevice* dev, std::uint32_t sectors = kSectors,
+                             LogOptions extra = {}) {
+  LogOptions o = TestLogOptions(dev, sectors);
+  o.wake_mode = extra.wake_mode;
+  if (extra.push_bytes) o.push_bytes = extra.push_bytes;
+  if (extra.iclog_bytes != LogOptions{}.iclog_bytes) o.iclog_bytes = extra.iclog_bytes;
+  if (extra.iclog_count != LogOptions{}.iclog_count) o.iclog_count = extra.iclog_count;
+  auto log = Log::Open(o);
+  EXPECT_TRUE(log.ok()) << log.status().ToString();
+  return log.ok() ? std::move(log).value() : nullptr;
+}
+
+// One transaction that fills `len` payload bytes of block i with `value`.
+Result<std::uint64_t> Change(Log* log, BufLogItem* b, std::uint8_t value,
+                             std::uint32_t first = kPayloadOffset, std::uint32_t len = 100,
+                             TransType type = TransType::kSetattr) {
+  WALFS_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(log, type));
+  b->Lock();
+  Fill(&tx, b, first, len, value);
+  Result<std::uint64_t> seq = tx.Commit();
+  b->Unlock();
+  return seq;
+}
+
+std::string Expected(std::uint8_t value, std::uint32_t first = kPayloadOffset,
+                     std::uint32_t len = 100) {
+  std::string p(testing::kBlockSize - kPayloadOffset, '\0');
+  std::memset(p.data() + (first - kPayloadOffset), value, len);
+  return p;
+}
+
+TEST(Log, FreshLogOpensEmptyAndClosesClean) {
+  MemoryDevice dev(ImageBytes(kSectors));
+  auto log = OpenLog(&dev);
+  ASSERT_NE(log, nullptr);
+  EXPECT_TRUE(log->recovery().position.empty);
+  ASSERT_TRUE(log->Close().ok());
+  log.reset();
+  auto again = OpenLog(&dev);
+  ASSERT_NE(again, nullptr);
+  EXPECT_TRUE(again->recovery().position.clean);
+  EXPECT_FALSE(again->recovery().replayed);
+}
+
+TEST(Log, CommittedAndClosedChangesAreOnDiskAndTheLogIsClean) {
+  MemoryDevice dev(ImageBytes(kSectors));
+  {
+    testing::TestJournal log(OpenLog(&dev), 4);
+    ASSERT_NE(log.get(), nullptr);
+    auto& blocks = log;
+    for (int round = 1; round <= 20; ++round)
+      for (std::uint32_t i = 0; i < 4; ++i)
+        ASSERT_TRUE(Change(log.get(), blocks[i], static_cast<std::uint8_t>(round * 4 + i)).ok());
+    ASSERT_TRUE(log->Close().ok());
+    const LogStats s = log->Stats();
+    EXPECT_EQ(s.space.reserve_head.grant_bytes, 0);
+    EXPECT_EQ(s.space.write_head.grant_bytes, 0);
+    EXPECT_EQ(s.ail.items, 0u);
+    EXPECT_GE(s.cil.committed, 1u);
+    EXPECT_GT(s.cil.relogs, 0u);  // 20 changes to a block, fewer copies in the log
+  }
+  for (std::uint32_t i = 0; i < 4; ++i)
+    EXPECT_TRUE(PayloadOnDisk(&dev, i) == Expected(static_cast<std::uint8_t>(80 + i))) << i;
+  auto log = OpenLog(&dev);
+  EXPECT_TRUE(log->recovery().position.clean);
+}
+
+TEST(Log, ForcedChangesSurviveACrashThroughRecovery) {
+  MemoryDevice dev(ImageBytes(kSectors));
+  std::unique_ptr<MemoryDevice> crashed;
+  {
+    testing::TestJournal log(OpenLog(&dev), 3);
+    ASSERT_NE(log.get(), nullptr);
+    auto& blocks = log;
+    for (std::uint32_t i = 0; i < 3; ++i)
+      ASSERT_TRUE(Change(log.get(), blocks[i], static_cast<std::uint8_t>(0x40 + i)).ok());
+    ASSERT_TRUE(log->Force().ok());
+    // The crash: the image as it is now, before any clean unmount.
+    crashed = std::make_unique<MemoryDevice>(dev.size_bytes());
+    std::string all(dev.size_bytes(), '\0');
+    ASSERT_TRUE(dev.Read(0, all.data(), all.size()).ok());
+    ASSERT_TRUE(crashed->Write(0, all.data(), all.size()).ok());
+  }
+  auto log = OpenLog(crashed.get());
+  ASSERT_NE(log, nullptr);
+  EXPECT_FALSE(log->recovery().position.clean);
+  for (std::uint32_t i = 0; i < 3; ++i)
+    EXPECT_TRUE(PayloadOnDisk(crashed.get(), i) == Expected(static_cast<std::uint8_t>(0x40 + i)));
+  ASSERT_TRUE(log->Close().ok());
+}
+
+TEST(Log, ConcurrentForcesShareOneCheckpoint) {
+  MemoryDevice dev(ImageBytes(kSectors));
+  testing::TestJournal log(OpenLog(&dev), 8);
+  ASSERT_NE(log.get(), nullptr);
+  auto& blocks = log;
+  std::vector<std::uint64_t> seqs(8);
+  for (std::uint32_t i = 0; i < 8; ++i) {
+    auto seq = Change(log.get(), blocks[i], 1);
+    ASSERT_TRUE(seq.ok());
+    seqs[i] = *seq;
+  }
+  const CilStats before = log->cil().Stats();
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (std::uint32_t i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] { ok += log->Force(seqs[i]).ok() ? 1 : 0; });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 8);
+  const CilStats after = log->cil().Stats();
+  EXPECT_EQ(after.pushes - before.pushes, 1u);  // eight forces, one checkpoint
+  ASSERT_TRUE(log->Close().ok());
+}
+
+TEST(Log, ABodyLargerThanARecordIsSplitAndRecovered) {
+  MemoryDevice dev(ImageBytes(kSectors));
+  std::unique_ptr<MemoryDevice> crashed;
+  {
+    testing::TestJournal log(OpenLog(&dev, kSectors, LogOptions{.iclog_bytes = 16 * 1024}), 8);
+    ASSERT_NE(log.get(), nullptr);
+    auto& blocks = log;
+    // Eight whole blocks in one transaction: 32 KiB of items, three records.
+    auto tx = Transaction::Begin(log.get(), TransType::kRename);
+    ASSERT_TRUE(tx.ok());
+    for (std::uint32_t i = 0; i < 8; ++i) {
+      blocks[i]->Lock();
+      Fill(&*tx, blocks[i], kPayloadOffset, testing::kBlockSize - kPayloadOffset,
+           static_cast<std::uint8_t>(0x10 + i));
+    }
+    auto seq = tx->Commit();
+    for (std::uint32_t i = 0; i < 8; ++i) blocks[i]->Unlock();
+    ASSERT_TRUE(seq.ok()) << seq.status().ToString();
+    ASSERT_TRUE(log->Force(*seq).ok());
+    EXPECT_GT(log->writer().Stats().split_ops, 0u);
+    crashed = std::make_unique<MemoryDevice>(dev.size_bytes());
+    std::string all(dev.size_bytes(), '\0');
+    ASSERT_TRUE(dev.Read(0, all.data(), all.size()).ok());
+    ASSERT_TRUE(crashed->Write(0, all.data(), all.size()).ok());
+  }
+  auto log = OpenLog(crashed.get());
+  ASSERT_NE(log, nullptr);
+  for (std::uint32_t i = 0; i < 8; ++i)
+    EXPECT_TRUE(PayloadOnDisk(crashed.get(), i) ==
+              Expected(static_cast<std::uint8_t>(0x10 + i), kPayloadOffset,
+                       testing::kBlockSize - kPayloadOffset));
+}
+
+TEST(Log, TheLogWrapsManyTimesAndStaysRecoverable) {
+  MemoryDevice dev(ImageBytes(kSectors));
+  testing::TestJournal log(OpenLog(&dev), 16);
+  ASSERT_NE(log.get(), nullptr);
+  auto& blocks = log;
+  // ~2 MiB log, forces after every transaction of a whole block: each
+  // checkpoint is a few records, so a few thousand wrap it several times.
+  for (int n = 0; n < 1500; ++n) {
+    auto tx = Transaction::Begin(log.get(), TransType::kWrite);
+    ASSERT_TRUE(tx.ok()) << tx.status().ToString();
+    BufLogItem* b = blocks[static_cast<std::size_t>(n) % 16];
+    b->Lock();
+    Fill(&*tx, b, kPayloadOffset, 3000, static_cast<std::uint8_t>(n));
+    auto seq = tx->Commit();
+    b->Unlock();
+    ASSERT_TRUE(seq.ok());
+    ASSERT_TRUE(log->Force(*seq).ok());
+  }
+  EXPECT_GE(CycleOf(log->writer().head()), 3u);
+  const LogStats s = log->Stats();
+  EXPECT_GT(s.writer.wrapped_records + s.writer.records, 0u);
+  ASSERT_TRUE(log->Close().ok());
+  auto again = OpenLog(&dev);
+  ASSERT_NE(again, nullptr);
+  EXPECT_TRUE(again->recovery().position.clean);
+  for (std::uint32_t i = 0; i < 16; ++i) {
+    const int last = (1500 - 1) - ((1500 - 1 - static_cast<int>(i)) % 16);  // last n with n % 16 == i
+    EXPECT_TRUE(PayloadOnDisk(&dev, i) ==
+                Expected(static_cast<std::uint8_t>(last), kPayloadOffset, 3000))
+        << "block " << i;
+  }
+}
+
+class LogContention : public ::testing::TestWithParam<WakeMode> {};
+
+// A log just big enough for the largest reservation three times over, and
+// more committing threads than fit: grant-head sleeps, freed by checkpoints
+// and the AIL pusher moving the tail.  Must never hang.
+TEST_P(LogContention, ATinyLogMakesWritersSleepAndThePusherFreesThem) {
+  const ReservationTable table{ReservationGeometry{}};
+  // 768 KiB, just above the minimum: a mkdir ticket holds 218 KiB, so at
+  // most three of the eight threads fit at once.
+  const std::uint32_t sectors = 1536;
+  ASSERT_GT(std::int64_t{sectors} * kLogSectorSize - 16 * 1024, table.MinLogBytes());
+  MemoryDevice dev(ImageBytes(sectors));
+  testing::TestJournal log(OpenLog(&dev, sectors,
+                                   LogOptions{.wake_mode = GetParam(), .iclog_count = 4,
+                                              .iclog_bytes = 16 * 1024}),
+                           16);
+  ASSERT_NE(log.get(), nullptr);
+  auto& blocks = log;
+  constexpr int kThreads = 8;
+  const int per_thread = 300;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int n = 0; n < per_thread; ++n) {
+        auto tx = Transaction::Begin(log.get(), TransType::kMkdir);
+        if (!tx.ok()) {
+          ++failures;
+          return;
+        }
+        // Two blocks, locked in order.
+        const std::uint32_t a = static_cast<std::uint32_t>((t + n) % 16);
+        const std::uint32_t b = static_cast<std::uint32_t>((t * 3 + n + 1) % 16);
+        BufLogItem* lo = blocks[std::min(a, b)];
+        BufLogItem* hi = blocks[std::max(a, b)];
+        lo->Lock();
+        if (hi != lo) hi->Lock();
+        Fill(&*tx, lo, kPayloadOffset + 64 * static_cast<std::uint32_t>(t), 64,
+             static_cast<std::uint8_t>(n));
+        if (hi != lo) Fill(&*tx, hi, kPayloadOffset + 64 * static_cast<std::uint32_t>(t), 64,
+                           static_cast<std::uint8_t>(n));
+        if (!tx->Roll().ok()) ++failures;  // a rolling step, then the last one
+        auto seq = tx->Commit();
+        if (hi != lo) hi->Unlock();
+        lo->Unlock();
+        if (!seq.ok()) ++failures;
+        if (n % 10 == 0 && !log->Force(*seq).ok()) ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  const LogStats s = log->Stats();
+  EXPECT_GT(s.space.reserve_head.sleeps, 0u) << "the log was not small enough to contend";
+  ASSERT_TRUE(log->Close().ok());
+  const LogStats end = log->Stats();
+  EXPECT_EQ(end.space.reserve_head.grant_bytes, 0);
+  EXPECT_EQ(end.space.write_head.grant_bytes, 0);
+  EXPECT_EQ(end.space.tail_space, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllWakeModes, LogContention,
+                         ::testing::Values(WakeMode::kInline, WakeMode::kWaking,
+                                           WakeMode::kWakeQueue),
+                         [](const auto& info) { return std::string(WakeModeName(info.param)); });
+
+TEST(Log, AFailedLogWriteShutsTheLogDownAndWakesEveryone) {
+  MemoryDevice disk(ImageBytes(kSectors));
+  FaultDevice dev(&disk);
+  testing::TestJournal log(OpenLog(&dev), 2);
+  ASSERT_NE(log.get(), nullptr);
+  auto& blocks = log;
+  ASSERT_TRUE(Change(log.get(), blocks[0], 7).ok());
+  dev.FailWritesFrom(1, EIO);
+  Status forced = log->Force();
+  EXPECT_FALSE(forced.ok());
+  EXPECT_TRUE(log->IsShutdown());
+  EXPECT_FALSE(Transaction::Begin(log.get(), TransType::kCreate).ok());
+  EXPECT_FALSE(log->Force().ok());
+  EXPECT_FALSE(log->Close().ok());
+  EXPECT_FALSE(blocks[0]->pinned());  // aborted checkpoints unpin their items
+}
+
+TEST(Log, CancellingADirtyTransactionShutsTheLogDown) {
+  MemoryDevice dev(ImageBytes(kSectors));
+  testing::TestJournal log(OpenLog(&dev), 1);
+  ASSERT_NE(log.get(), nullptr);
+  auto& blocks = log;
+  {
+    auto tx = Transaction::Begin(log.get(), TransType::kSetattr);
+    ASSERT_TRUE(tx.ok());
+    tx->Cancel();  // clean: fine
+  }
+  EXPECT_FALSE(log->IsShutdown());
+  {
+    auto tx = Transaction::Begin(log.get(), TransType::kSetattr);
+    ASSERT_TRUE(tx.ok());
+    blocks[0]->Lock();
+    Fill(&*tx, blocks[0], kPayloadOffset, 10, 1);
+    tx->Cancel();
+    blocks[0]->Unlock();
+  }
+  EXPECT_TRUE(log->IsShutdown());
+}
+
+TEST(Log, RefusesADirtyLogWhenRecoveryIsOff) {
+  MemoryDevice dev(ImageBytes(kSectors));
+  {
+    testing::TestJournal log(OpenLog(&dev), 1);
+    ASSERT_NE(log.get(), nullptr);
+    auto& blocks = log;
+    ASSERT_TRUE(Change(log.get(), blocks[0], 9).ok());
+    ASSERT_TRUE(log->Force().ok());
+    log->ail().Stop();  // keep the change in the log only
+  }
+  LogOptions o = TestLogOptions(&dev, kSectors);
+  o.recover = false;
+  auto log = Log::Open(o);
+  ASSERT_FALSE(log.ok());
+  EXPECT_NE(log.status().message().find("needs recovery"), std::string_view::npos)
+      << log.status().ToString();
+}
+
+TEST(Log, RejectsBadGeometry) {
+  MemoryDevice dev(ImageBytes(kSectors));
+  LogOptions o = TestLogOptions(&dev, kSectors);
+  o.iclog_bytes = 1000;
+  EXPECT_FALSE(Log::Open(o).ok());
+  o = TestLogOptions(&dev, kSectors);
+  o.iclog_count = 1;
+  EXPECT_FALSE(Log::Open(o).ok());
+  o = TestLogOptions(&dev, 64);  // far below the minimum log size
+  EXPECT_FALSE(Log::Open(o).ok());
+}
+
+}  // namespace
+}  // namespace walfs::journal
