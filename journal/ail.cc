@@ -1,6 +1,7 @@
 #include "journal/ail.h"
 
 #include "base/check.h"
+#include "journal/log_events.h"
 #include "journal/log_reader.h"
 
 namespace walfs::journal {
@@ -143,14 +144,21 @@ void Ail::PushAll() {
   pusher_cv_.Signal();
 }
 
-void Ail::WaitEmpty() {
+bool Ail::WaitEmpty() {
   MutexLock l(&mu_);
-  while (!items_.empty()) {
+  while (!items_.empty() && !shutdown_) {
     push_all_ = true;
     kicked_ = true;
     pusher_cv_.Signal();
     empty_cv_.WaitFor(&mu_, kIdleWaitNs);
   }
+  return items_.empty();
+}
+
+void Ail::Shutdown() {
+  MutexLock l(&mu_);
+  shutdown_ = true;
+  empty_cv_.SignalAll();
 }
 
 // Everything when asked to push all; otherwise enough of the oldest items
@@ -186,6 +194,7 @@ void Ail::PusherMain() {
         case PushResult::kFlushing: ++stats_.flushing; break;
       }
     }
+    if (count > 0) WALFS_TRACE(kTraceAilPush, target, pushed, pinned, count - pushed - pinned);
     if (pinned > 0 && options_.force_log) {
       // Pinned items wait for their checkpoint to reach the disk.
       ++stats_.log_forces;

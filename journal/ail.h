@@ -97,8 +97,11 @@ class Ail {
   // Unlinks every item without writing it back: the log is halting (a
   // simulated crash, or a shutdown) and the items' owners may go away.
   void RemoveAll() EXCLUDES(mu_);
-  // Wait until the AIL is empty (for unmount), pushing everything.
-  void WaitEmpty() EXCLUDES(mu_);
+  // Wait until the AIL is empty (for unmount), pushing everything.  Returns
+  // false, not empty, once the log has shut down (Shutdown()).
+  bool WaitEmpty() EXCLUDES(mu_);
+  // The log is down: writeback will not complete; WaitEmpty stops waiting.
+  void Shutdown() EXCLUDES(mu_);
 
   Lsn tail_lsn() const EXCLUDES(mu_);
   Lsn head_lsn() const EXCLUDES(mu_);
@@ -125,6 +128,7 @@ class Ail {
   Lsn last_tail_ GUARDED_BY(mu_);    // the tail LogSpace was last told about
   bool push_all_ GUARDED_BY(mu_) = false;
   bool stop_ GUARDED_BY(mu_) = false;
+  bool shutdown_ GUARDED_BY(mu_) = false;
   bool kicked_ GUARDED_BY(mu_) = false;
   AilStats stats_ GUARDED_BY(mu_);
   CondVar pusher_cv_;

@@ -145,9 +145,8 @@ Status Log::Close() {
     if (closed_) return Status::Ok();
     if (!status_.ok()) return status_;
   }
-  WALFS_RETURN_IF_ERROR(cil_->Force(0));
-  ail_->WaitEmpty();
-  WALFS_RETURN_IF_ERROR(status());
+  WALFS_RETURN_IF_ERROR(Force(0));
+  if (!ail_->WaitEmpty()) return status();
   if (metadata_ != region_.device) WALFS_RETURN_IF_ERROR(metadata_->Flush());
   // The unmount record has a ticket of its own, like every write to the log.
   WALFS_ASSIGN_OR_RETURN(TicketRef tic,
@@ -170,7 +169,11 @@ Status Log::Close() {
 
 Status Log::Force(std::uint64_t seq) {
   WALFS_RETURN_IF_ERROR(status());
-  return cil_->Force(seq);
+  Status s = cil_->Force(seq);
+  // The component that failed reports to Shutdown too, maybe from another
+  // thread a moment later: make the log's state match what we return.
+  if (!s.ok()) Shutdown(s);
+  return s;
 }
 
 void Log::Shutdown(const Status& why) {
@@ -182,6 +185,7 @@ void Log::Shutdown(const Status& why) {
   shutdown_.store(true, std::memory_order_release);
   fmt::print(stderr, "walfs: log shut down: {}\n", why.ToString());
   if (space_) space_->Shutdown();
+  if (ail_) ail_->Shutdown();
   if (cil_) cil_->Shutdown(why);
   if (writer_) writer_->Shutdown(why);
 }

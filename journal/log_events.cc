@@ -21,6 +21,8 @@ WALFS_TRACE_EVENT(kTraceCilPush, "log", "cil_push", EventKind::kInstant, {"seq"}
                   {"bytes"}, {"background"});
 WALFS_TRACE_EVENT(kTraceCilCommitted, "log", "cil_committed", EventKind::kInstant, {"seq"},
                   {"start_lsn", FieldKind::kHex}, {"commit_lsn", FieldKind::kHex});
+WALFS_TRACE_EVENT(kTraceAilPush, "log", "ail_push", EventKind::kInstant, {"target", FieldKind::kHex},
+                  {"pushed"}, {"pinned"}, {"busy"});
 WALFS_TRACE_EVENT(kTraceOverheadCharge, "log", "overhead_overcommit", EventKind::kInstant,
                   {"bytes"});
 

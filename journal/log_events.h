@@ -16,5 +16,6 @@ extern tracing::EventDef kTraceCilThrottle;    // seq, space_used, wait_ns
 extern tracing::EventDef kTraceCilPush;        // seq, items, bytes, background
 extern tracing::EventDef kTraceCilCommitted;   // seq, start_lsn, commit_lsn
 extern tracing::EventDef kTraceOverheadCharge; // bytes (overcommitted: the fund ran short)
+extern tracing::EventDef kTraceAilPush;        // target, pushed, pinned, busy (one pusher pass)
 
 }  // namespace walfs::journal

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds build/ (RelWithDebInfo, the
 # same configuration as job (a) of scripts/test.sh), runs the grant-head
-# contention bench in its quick form, then records the journal's trace of a
+# contention bench in its quick form, then the on-disk log bench (fsync-style
+# commits, io_uring vs pwrite) in its quick form, then records the journal's trace of a
 # short traced run and shows a slice of it and its summary.  Extra arguments
 # go to the bench.
 #
@@ -25,6 +26,10 @@ if [[ ! -x "$bench" ]]; then
 fi
 echo "==== $bench --quick $*"
 "$bench" --quick "$@"
+
+echo
+echo "==== build/bin/log_bench --quick --dir build"
+build/bin/log_bench --quick --dir build
 
 # The journal's own account of a short run: every reservation, sleep and
 # wake, recorded by the embedded tracer (docs/tracing.md).

@@ -21,6 +21,8 @@
 #include <fmt/format.h>
 
 #include "base/block_device_file.h"
+#include "base/coding.h"
+#include "journal/buf_log_format.h"
 #include "journal/log_format.h"
 #include "journal/log_head.h"
 #include "journal/log_reader.h"
@@ -31,6 +33,27 @@ namespace {
 
 constexpr int kExitOk = 0, kExitCorrupt = 1, kExitUsage = 2;
 
+// What an item body says, as far as this tool understands it.
+std::string DescribeItem(ItemType type, std::string_view body) {
+  switch (type) {
+    case ItemType::kTransHeader:
+      if (body.size() >= 16)
+        return fmt::format("checkpoint seq {}  items {}  item bytes {}", DecodeFixed64(body.data()),
+                           DecodeFixed32(body.data() + 8), DecodeFixed32(body.data() + 12));
+      return fmt::format("short header ({} bytes)", body.size());
+    case ItemType::kBuffer: {
+      Result<BufLogFormat> b = DecodeBufLog(body);
+      if (!b.ok()) return fmt::format("undecodable: {}", b.status().message());
+      std::uint32_t chunks = 0;
+      for (std::uint32_t w : b->chunk_map) chunks += static_cast<std::uint32_t>(__builtin_popcount(w));
+      return fmt::format("blkno {}  block {}  {}{} chunks, {} bytes", b->blkno, b->block_size,
+                         b->cancelled() ? "CANCEL  " : "", chunks, b->data.size());
+    }
+    default:
+      return "";
+  }
+}
+
 void PrintRecord(const LogRecordAt& rec) {
   const RecordHeader& h = rec.record.header;
   fmt::print("{:=<78}\n", "");
@@ -40,9 +63,13 @@ void PrintRecord(const LogRecordAt& rec) {
   OpReader ops(rec.record.payload);
   OpHeader op;
   std::string_view body;
-  for (int i = 0; ops.Next(&op, &body); ++i)
-    fmt::print("  op {:>3}: tid {:<10} len {:<6} flags {:<20} type {}\n", i, op.tid, op.len,
-               OpFlagsString(op.flags), ItemTypeName(op.type));
+  for (int i = 0; ops.Next(&op, &body); ++i) {
+    // A split body (CONTINUE/WAS_CONT) is only whole in the -t view.
+    const bool whole = (op.flags & (kOpContinue | kOpWasCont)) == 0;
+    fmt::print("  op {:>3}: tid {:<10} len {:<6} flags {:<20} type {}  {}\n", i, op.tid, op.len,
+               OpFlagsString(op.flags), ItemTypeName(op.type),
+               whole ? DescribeItem(op.type, body) : "");
+  }
   if (!ops.error().empty()) fmt::print("  ops: {}\n", ops.error());
 }
 
@@ -111,8 +138,8 @@ int Run(const std::string& path, std::uint64_t offset, std::uint32_t sectors, bo
       fmt::print("transaction tid {}  start {}  commit {}  items {}\n", t.tid,
                  LsnString(t.start_lsn), LsnString(t.commit_lsn), t.items.size());
       for (std::size_t i = 0; i < t.items.size(); ++i)
-        fmt::print("  item {:>3}: {} ({} bytes)\n", i, ItemTypeName(t.items[i].type),
-                   t.items[i].body.size());
+        fmt::print("  item {:>3}: {} ({} bytes)  {}\n", i, ItemTypeName(t.items[i].type),
+                   t.items[i].body.size(), DescribeItem(t.items[i].type, t.items[i].body));
     }
   }
   fmt::print("{:=<78}\n", "");

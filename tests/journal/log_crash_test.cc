@@ -83,7 +83,7 @@ Workload RunWorkload(std::uint64_t seed, int count) {
       if (std::find(picked.begin(), picked.end(), b) == picked.end()) picked.push_back(b);
     }
     std::sort(picked.begin(), picked.end());
-    for (std::uint32_t b : picked) j[b]->Lock();
+    for (std::uint32_t b : picked) testing::LockBlock(j[b]);
     for (std::uint32_t b : picked) {
       const auto first = static_cast<std::uint32_t>(rng() % kPayload);
       const auto len = static_cast<std::uint32_t>(
@@ -92,7 +92,7 @@ Workload RunWorkload(std::uint64_t seed, int count) {
       std::memset(model.data() + std::size_t{b} * kPayload + first, t & 0xff, len);
     }
     auto seq = tx->Commit();
-    for (std::uint32_t b : picked) j[b]->Unlock();
+    for (std::uint32_t b : picked) testing::UnlockBlock(j[b]);
     EXPECT_TRUE(seq.ok()) << seq.status().ToString();
     w.states.push_back(model);
     if (rng() % 6 == 0) {

@@ -14,9 +14,12 @@
 #include "journal/log_head.h"
 #include "journal/transaction.h"
 #include "tests/journal/log_test_fixture.h"
+#include "tests/journal/space_test_util.h"
 
 namespace walfs::journal {
 namespace {
+
+namespace testing_util = walfs::journal::testing;
 
 using testing::Blocks;
 using testing::Fill;
@@ -44,10 +47,10 @@ Result<std::uint64_t> Change(Log* log, BufLogItem* b, std::uint8_t value,
                              std::uint32_t first = kPayloadOffset, std::uint32_t len = 100,
                              TransType type = TransType::kSetattr) {
   WALFS_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(log, type));
-  b->Lock();
+  testing::LockBlock(b);
   Fill(&tx, b, first, len, value);
   Result<std::uint64_t> seq = tx.Commit();
-  b->Unlock();
+  testing::UnlockBlock(b);
   return seq;
 }
 
@@ -152,12 +155,12 @@ TEST(Log, ABodyLargerThanARecordIsSplitAndRecovered) {
     auto tx = Transaction::Begin(log.get(), TransType::kRename);
     ASSERT_TRUE(tx.ok());
     for (std::uint32_t i = 0; i < 8; ++i) {
-      blocks[i]->Lock();
+      testing::LockBlock(blocks[i]);
       Fill(&*tx, blocks[i], kPayloadOffset, testing::kBlockSize - kPayloadOffset,
            static_cast<std::uint8_t>(0x10 + i));
     }
     auto seq = tx->Commit();
-    for (std::uint32_t i = 0; i < 8; ++i) blocks[i]->Unlock();
+    for (std::uint32_t i = 0; i < 8; ++i) testing::UnlockBlock(blocks[i]);
     ASSERT_TRUE(seq.ok()) << seq.status().ToString();
     ASSERT_TRUE(log->Force(*seq).ok());
     EXPECT_GT(log->writer().Stats().split_ops, 0u);
@@ -185,10 +188,10 @@ TEST(Log, TheLogWrapsManyTimesAndStaysRecoverable) {
     auto tx = Transaction::Begin(log.get(), TransType::kWrite);
     ASSERT_TRUE(tx.ok()) << tx.status().ToString();
     BufLogItem* b = blocks[static_cast<std::size_t>(n) % 16];
-    b->Lock();
+    testing::LockBlock(b);
     Fill(&*tx, b, kPayloadOffset, 3000, static_cast<std::uint8_t>(n));
     auto seq = tx->Commit();
-    b->Unlock();
+    testing::UnlockBlock(b);
     ASSERT_TRUE(seq.ok());
     ASSERT_TRUE(log->Force(*seq).ok());
   }
@@ -237,21 +240,27 @@ TEST_P(LogContention, ATinyLogMakesWritersSleepAndThePusherFreesThem) {
           ++failures;
           return;
         }
+        if (n == 0) {
+          // The first three holders wait until the others sleep on the
+          // reserve head, so the test does not depend on the scheduler.
+          testing_util::Eventually(
+              [&] { return log->space().Stats().reserve_head.sleeps > 0; });
+        }
         // Two blocks, locked in order.
         const std::uint32_t a = static_cast<std::uint32_t>((t + n) % 16);
         const std::uint32_t b = static_cast<std::uint32_t>((t * 3 + n + 1) % 16);
         BufLogItem* lo = blocks[std::min(a, b)];
         BufLogItem* hi = blocks[std::max(a, b)];
-        lo->Lock();
-        if (hi != lo) hi->Lock();
+        testing::LockBlock(lo);
+        if (hi != lo) testing::LockBlock(hi);
         Fill(&*tx, lo, kPayloadOffset + 64 * static_cast<std::uint32_t>(t), 64,
              static_cast<std::uint8_t>(n));
         if (hi != lo) Fill(&*tx, hi, kPayloadOffset + 64 * static_cast<std::uint32_t>(t), 64,
                            static_cast<std::uint8_t>(n));
         if (!tx->Roll().ok()) ++failures;  // a rolling step, then the last one
         auto seq = tx->Commit();
-        if (hi != lo) hi->Unlock();
-        lo->Unlock();
+        if (hi != lo) testing::UnlockBlock(hi);
+        testing::UnlockBlock(lo);
         if (!seq.ok()) ++failures;
         if (n % 10 == 0 && !log->Force(*seq).ok()) ++failures;
       }
@@ -290,6 +299,56 @@ TEST(Log, AFailedLogWriteShutsTheLogDownAndWakesEveryone) {
   EXPECT_FALSE(blocks[0]->pinned());  // aborted checkpoints unpin their items
 }
 
+TEST(Log, AShutdownWakesAReservationWaiterWithTheError) {
+  const std::uint32_t sectors = 1536;  // holds three mkdir reservations
+  MemoryDevice disk(ImageBytes(sectors));
+  FaultDevice dev(&disk);
+  testing::TestJournal log(
+      OpenLog(&dev, sectors, LogOptions{.iclog_count = 4, .iclog_bytes = 16 * 1024}), 1);
+  ASSERT_NE(log.get(), nullptr);
+  ASSERT_TRUE(Change(log.get(), log[0], 3).ok());  // committed, not yet forced
+  std::vector<Transaction> held;
+  while (true) {
+    // Fill the log with live reservations, one at a time, until the next
+    // one would have to wait.
+    if (log->space().reserve_head().FreeBytes() < log->table().Get(TransType::kMkdir).unit_bytes *
+                                                      std::int64_t{log->table().Get(TransType::kMkdir).log_count})
+      break;
+    auto tx = Transaction::Begin(log.get(), TransType::kMkdir);
+    ASSERT_TRUE(tx.ok());
+    held.push_back(std::move(tx).value());
+  }
+  ASSERT_FALSE(held.empty());
+  // From here every write fails: the next checkpoint (pushed when the waiter
+  // below goes to sleep and kicks the CIL and the AIL) cannot be written.
+  dev.FailWritesFrom(1, EIO);
+  std::atomic<bool> done{false};
+  Status waiter_status;
+  std::thread waiter([&] {
+    auto tx = Transaction::Begin(log.get(), TransType::kMkdir);
+    waiter_status = tx.status();
+    done = true;
+  });
+  EXPECT_TRUE(testing_util::Eventually(
+      [&] { return log->space().Stats().reserve_head.sleeps > 0 || done.load(); }));
+  waiter.join();
+  EXPECT_FALSE(waiter_status.ok());
+  EXPECT_TRUE(log->IsShutdown());
+}
+
+TEST(Log, AFailedWritebackFailsCloseInsteadOfHanging) {
+  MemoryDevice disk(ImageBytes(kSectors));
+  FaultDevice dev(&disk);
+  testing::TestJournal log(OpenLog(&dev), 2);
+  ASSERT_NE(log.get(), nullptr);
+  ASSERT_TRUE(Change(log.get(), log[0], 7).ok());
+  ASSERT_TRUE(log->Force().ok());
+  dev.FailWritesFrom(1, EIO);  // the block's writeback, and everything after
+  Status closed = log->Close();
+  EXPECT_FALSE(closed.ok());
+  EXPECT_TRUE(log->IsShutdown());
+}
+
 TEST(Log, CancellingADirtyTransactionShutsTheLogDown) {
   MemoryDevice dev(ImageBytes(kSectors));
   testing::TestJournal log(OpenLog(&dev), 1);
@@ -304,10 +363,10 @@ TEST(Log, CancellingADirtyTransactionShutsTheLogDown) {
   {
     auto tx = Transaction::Begin(log.get(), TransType::kSetattr);
     ASSERT_TRUE(tx.ok());
-    blocks[0]->Lock();
+    testing::LockBlock(blocks[0]);
     Fill(&*tx, blocks[0], kPayloadOffset, 10, 1);
     tx->Cancel();
-    blocks[0]->Unlock();
+    testing::UnlockBlock(blocks[0]);
   }
   EXPECT_TRUE(log->IsShutdown());
 }

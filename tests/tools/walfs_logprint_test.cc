@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/journal/log_test_fixture.h"
 #include "tests/journal/log_test_util.h"
 
 namespace walfs::journal {
@@ -71,6 +72,34 @@ TEST(WalfsLogprint, TransactionalViewListsCommittedTransactions) {
   EXPECT_NE(r.out.find("transaction tid 21"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("transaction tid 22"), std::string::npos);
   EXPECT_NE(r.out.find("item   0: buffer (300 bytes)"), std::string::npos) << r.out;
+}
+
+TEST(WalfsLogprint, DecodesCheckpointsAndBufferItemsOfARealLog) {
+  constexpr std::uint32_t kSectors = 4096;
+  MemoryDevice dev(testing::ImageBytes(kSectors));
+  {
+    auto opened = Log::Open(testing::TestLogOptions(&dev, kSectors));
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    testing::TestJournal j(std::move(opened).value(), 4);
+    auto tx = Transaction::Begin(j.get(), TransType::kSetattr);
+    ASSERT_TRUE(tx.ok());
+    testing::LockBlock(j[3]);
+    testing::Fill(&*tx, j[3], 200, 300, 0x5a);  // chunks 1..3
+    auto seq = tx->Commit();
+    testing::UnlockBlock(j[3]);
+    ASSERT_TRUE(seq.ok());
+    ASSERT_TRUE(j->Close().ok());
+  }
+  const std::string path = ::testing::TempDir() + "real.log";
+  std::string bytes(std::size_t{kSectors} * kLogSectorSize, '\0');
+  ASSERT_TRUE(dev.Read(testing::kLogOffset, bytes.data(), bytes.size()).ok());
+  std::ofstream(path, std::ios::binary) << bytes;
+  ToolRun r = LogPrint("-t " + path);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("checkpoint seq 1  items 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("blkno 3  block 4096  3 chunks, 384 bytes"), std::string::npos) << r.out;
+  ToolRun records = LogPrint(path);
+  EXPECT_NE(records.out.find("UNMOUNT"), std::string::npos) << records.out;
 }
 
 TEST(WalfsLogprint, ACorruptRecordIsReportedAndContinueSkipsIt) {
