@@ -13,6 +13,7 @@
 #include "base/block_device_memory.h"
 #include "journal/log_head.h"
 #include "journal/transaction.h"
+#include "tests/journal/holding_device.h"
 #include "tests/journal/log_test_fixture.h"
 #include "tests/journal/space_test_util.h"
 
@@ -41,6 +42,9 @@ std::unique_ptr<Log> OpenLog(BlockDevice* dev, std::uint32_t sectors = kSectors,
   EXPECT_TRUE(log.ok()) << log.status().ToString();
   return log.ok() ? std::move(log).value() : nullptr;
 }
+
+// Makes the device hold writes from now on (until Open()).
+void HoldNextWrites(testing::HoldingDevice* dev) { dev->Hold(); }
 
 // One transaction that fills `len` payload bytes of block i with `value`.
 Result<std::uint64_t> Change(Log* log, BufLogItem* b, std::uint8_t value,
@@ -141,6 +145,51 @@ TEST(Log, ConcurrentForcesShareOneCheckpoint) {
   EXPECT_EQ(ok.load(), 8);
   const CilStats after = log->cil().Stats();
   EXPECT_EQ(after.pushes - before.pushes, 1u);  // eight forces, one checkpoint
+  ASSERT_TRUE(log->Close().ok());
+}
+
+// While a checkpoint's write is stuck, committers fill the next context up
+// to twice the push threshold and then wait (the CIL cannot outgrow the
+// log); the background push that follows lets them go.
+TEST(Log, CommittersAreThrottledAtTwiceThePushThreshold) {
+  MemoryDevice disk(ImageBytes(kSectors));
+  testing::HoldingDevice dev(&disk);
+  dev.Open();
+  testing::TestJournal log(OpenLog(&dev, kSectors, LogOptions{.push_bytes = 16 * 1024}), 8);
+  ASSERT_NE(log.get(), nullptr);
+  // Stall log I/O, then push a first checkpoint: the push thread waits for
+  // its commit record.
+  HoldNextWrites(&dev);
+  ASSERT_TRUE(Change(log.get(), log[0], 1).ok());
+  log->cil().PushAsync();
+  ASSERT_TRUE(testing_util::Eventually([&] { return dev.held() > 0; }));
+  std::atomic<int> commits{0};
+  std::atomic<bool> finished{false};
+  std::thread committer([&] {
+    for (int n = 0; n < 200; ++n) {
+      // Whole blocks: 4 KiB a commit, so 2 x 16 KiB is reached quickly.
+      auto tx = Transaction::Begin(log.get(), TransType::kWrite);
+      if (!tx.ok()) break;
+      BufLogItem* b = log[static_cast<std::size_t>(n) % 8];
+      testing::LockBlock(b);
+      Fill(&*tx, b, kPayloadOffset, testing::kBlockSize - kPayloadOffset,
+           static_cast<std::uint8_t>(n));
+      auto seq = tx->Commit();
+      testing::UnlockBlock(b);
+      if (!seq.ok()) break;
+      ++commits;
+    }
+    finished = true;
+  });
+  ASSERT_TRUE(testing_util::Eventually([&] { return log->cil().Stats().throttles > 0; }));
+  const int stuck_at = commits.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(finished.load());
+  EXPECT_EQ(commits.load(), stuck_at) << "a throttled committer went on";
+  EXPECT_LE(log->cil().Stats().space_used, 3 * 16 * 1024);
+  dev.Open();
+  committer.join();
+  EXPECT_EQ(commits.load(), 200);
   ASSERT_TRUE(log->Close().ok());
 }
 
