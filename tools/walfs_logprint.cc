@@ -7,8 +7,9 @@
 //   walfs-logprint -c LOG              continue past a bad record
 //   walfs-logprint --offset B --sectors N IMAGE   a log region inside a larger file
 //
-// LOG is a raw log (a file holding just the log region) until the image
-// format lands; --offset/--sectors select the region in any file.  Exit
+// LOG is a walfs image (its superblock says where the log is) or a raw log
+// (a file holding just the log region); --offset/--sectors select the
+// region in any file.  Exit
 // status: 0 the log reads cleanly, 1 it holds corruption (reported, and with
 // -c printed around), 2 bad usage or the file cannot be opened.
 //
@@ -16,12 +17,14 @@
 // itself.
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "base/block_device_file.h"
 #include "base/coding.h"
+#include "fs/format/superblock_format.h"
 #include "journal/buf_log_format.h"
 #include "journal/log_format.h"
 #include "journal/log_head.h"
@@ -80,6 +83,23 @@ int Run(const std::string& path, std::uint64_t offset, std::uint32_t sectors, bo
   if (!dev.ok()) {
     fmt::print(stderr, "walfs-logprint: {}: {}\n", path, dev.status().ToString());
     return kExitUsage;
+  }
+  // An image names its own log; a raw log is the whole file.
+  if (offset == 0 && sectors == 0 && (*dev)->size_bytes() >= fs::format::kSuperSize) {
+    std::vector<std::byte> block(fs::format::kSuperSize);
+    if ((*dev)->Read(0, block.data(), block.size()).ok()) {
+      auto sb = fs::format::DecodeSuperblock(block, (*dev)->size_bytes());
+      if (sb.ok()) {
+        offset = sb->log_offset();
+        sectors = sb->log_sectors();
+        fmt::print("image: walfs {}, {}\n", fs::format::UuidString(sb->uuid),
+                   sb->clean() ? "clean" : "not cleanly unmounted");
+      } else if (std::to_integer<std::uint8_t>(block[0]) == 'W' &&
+                 std::to_integer<std::uint8_t>(block[1]) == 'L') {
+        fmt::print(stderr, "walfs-logprint: {}: {}\n", path, sb.status().ToString());
+        return kExitCorrupt;
+      }
+    }
   }
   LogRegion region{dev->get(), offset,
                    sectors ? sectors
@@ -158,7 +178,7 @@ int main(int argc, char** argv) {
   std::uint64_t offset = 0;
   std::uint32_t sectors = 0;
   bool transactional = false, keep_going = false;
-  app.add_option("LOG", path, "Raw log file, or an image with --offset/--sectors")->required();
+  app.add_option("LOG", path, "A walfs image, a raw log file, or any file with --offset/--sectors")->required();
   app.add_flag("-t,--transactions", transactional, "Print committed transactions, not records");
   app.add_flag("-c,--continue", keep_going, "Continue past bad records");
   app.add_option("--offset", offset, "Byte offset of the log region in the file");

@@ -1,0 +1,89 @@
+// An allocation group (docs/disk_format.md, "Allocation groups").  Each AG
+// is a run of blocks with its own header, free-space bitmap and inode map,
+// so allocations in different AGs do not contend:
+//
+//   agblock 0                    AG header ("AGHD")
+//   agblock 1 .. B               free-space bitmap blocks ("AGBM"), 1 bit a block, set = in use
+//   agblock B+1 .. B+M           inode map blocks ("AGIM"): inode chunk records
+//   the rest                     data and inode chunks
+//
+// AG header, after the 48-byte block header:
+//   48 agno u32   52 length u32   56 free_blocks u32   60 icount u32
+//   64 ifree u32  68 chunks u32   72 unlinked_head u64 (first inode on the AG's unlinked list, 0: none)
+//
+// Inode map record (16 bytes): start agblock u32, free count u32, free mask
+// u64 (bit i set: inode i of the chunk is free).  A record with start 0 is
+// unused (agblock 0 is the AG header, never a chunk).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "fs/format/block_header.h"
+#include "fs/format/superblock_format.h"
+
+namespace walfs::fs::format {
+
+inline constexpr std::uint32_t kAgHeaderMagic = 0x44484741;  // "AGHD"
+inline constexpr std::uint32_t kAgBitmapMagic = 0x4d424741;  // "AGBM"
+inline constexpr std::uint32_t kAgImapMagic = 0x4d494741;    // "AGIM"
+inline constexpr std::size_t kImapRecordSize = 16;
+
+struct AgHeader {
+  std::uint32_t agno = 0;
+  std::uint32_t length = 0;
+  std::uint32_t free_blocks = 0;
+  std::uint32_t icount = 0;
+  std::uint32_t ifree = 0;
+  std::uint32_t chunks = 0;
+  std::uint64_t unlinked_head = 0;
+};
+
+struct ImapRecord {
+  std::uint32_t start = 0;  // agblock of the chunk's first block; 0 = unused slot
+  std::uint32_t free_count = 0;
+  std::uint64_t free_mask = 0;
+};
+
+// Where an AG's metadata lives (agblocks).
+constexpr std::uint32_t AgBitmapStart() { return 1; }
+inline std::uint32_t AgImapStart(const Superblock& sb) { return 1 + sb.bitmap_blocks; }
+inline std::uint32_t AgFirstFree(const Superblock& sb) { return 1 + sb.bitmap_blocks + sb.imap_blocks; }
+inline std::uint64_t BitsPerBitmapBlock(std::uint32_t block_size) {
+  return std::uint64_t{block_size - kBlockHeaderSize} * 8;
+}
+inline std::uint32_t RecordsPerImapBlock(std::uint32_t block_size) {
+  return static_cast<std::uint32_t>((block_size - kBlockHeaderSize) / kImapRecordSize);
+}
+
+// Each Encode* writes a whole block (header included) and seals it.
+void EncodeAgHeader(const AgHeader& h, const Superblock& sb, std::span<std::byte> block);
+Result<AgHeader> DecodeAgHeader(std::span<const std::byte> block, const Superblock& sb,
+                                std::uint32_t agno);
+
+// Bitmap blocks: bits [0, BitsPerBitmapBlock) cover agblocks
+// [index * bits, (index + 1) * bits).
+void InitBitmapBlock(const Superblock& sb, std::uint32_t agno, std::uint32_t index,
+                     std::span<std::byte> block);
+Status VerifyBitmapBlock(std::span<const std::byte> block, const Superblock& sb,
+                         std::uint32_t agno, std::uint32_t index);
+bool BitmapTest(std::span<const std::byte> block, std::uint64_t bit);
+void BitmapSet(std::span<std::byte> block, std::uint64_t bit, bool used);
+// Byte offset of a bit's byte in a bitmap block (for LogRange).
+inline std::uint32_t BitmapByteOffset(std::uint64_t bit) {
+  return static_cast<std::uint32_t>(kBlockHeaderSize + bit / 8);
+}
+
+void InitImapBlock(const Superblock& sb, std::uint32_t agno, std::uint32_t index,
+                   std::span<std::byte> block);
+Status VerifyImapBlock(std::span<const std::byte> block, const Superblock& sb, std::uint32_t agno,
+                       std::uint32_t index);
+ImapRecord GetImapRecord(std::span<const std::byte> block, std::uint32_t slot);
+void PutImapRecord(std::span<std::byte> block, std::uint32_t slot, const ImapRecord& r);
+inline std::uint32_t ImapRecordOffset(std::uint32_t slot) {
+  return static_cast<std::uint32_t>(kBlockHeaderSize + slot * kImapRecordSize);
+}
+
+}  // namespace walfs::fs::format

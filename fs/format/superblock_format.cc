@@ -1,0 +1,153 @@
+#include "fs/format/superblock_format.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "base/coding.h"
+#include "base/crc32c.h"
+
+namespace walfs::fs::format {
+
+namespace {
+bool PowerOfTwo(std::uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+std::uint32_t SuperCrc(const char* p) {
+  static constexpr char kZero[4] = {0, 0, 0, 0};
+  std::uint32_t crc = crc32c::Extend(0, p, 4);
+  crc = crc32c::Extend(crc, kZero, 4);
+  return crc32c::Extend(crc, p + 8, kSuperSize - 8);
+}
+}  // namespace
+
+std::uint32_t Superblock::AgLength(std::uint32_t agno) const {
+  if (agno + 1 < ag_count) return ag_blocks;
+  return static_cast<std::uint32_t>(total_blocks - AgStart(agno));
+}
+
+void EncodeSuperblock(const Superblock& sb, std::span<std::byte> out) {
+  WALFS_CHECK(out.size() >= kSuperSize);
+  char* p = reinterpret_cast<char*>(out.data());
+  std::memset(p, 0, kSuperSize);
+  EncodeFixed32(p + 0, kSuperMagic);
+  EncodeFixed32(p + 8, sb.version);
+  EncodeFixed32(p + 12, kSuperSize);
+  EncodeFixed32(p + 16, sb.compat);
+  EncodeFixed32(p + 20, sb.ro_compat);
+  EncodeFixed32(p + 24, sb.incompat);
+  EncodeFixed32(p + 28, sb.flags);
+  std::memcpy(p + 32, sb.uuid.data(), 16);
+  EncodeFixed32(p + 48, sb.block_size);
+  EncodeFixed32(p + 52, sb.inode_size);
+  EncodeFixed64(p + 56, sb.total_blocks);
+  EncodeFixed32(p + 64, sb.ag_count);
+  EncodeFixed32(p + 68, sb.ag_blocks);
+  EncodeFixed64(p + 72, sb.log_start);
+  EncodeFixed32(p + 80, sb.log_blocks);
+  EncodeFixed32(p + 84, sb.inodes_per_chunk);
+  EncodeFixed64(p + 88, sb.root_ino);
+  EncodeFixed32(p + 96, sb.bitmap_blocks);
+  EncodeFixed32(p + 100, sb.imap_blocks);
+  EncodeFixed64(p + 104, static_cast<std::uint64_t>(sb.created_s));
+  EncodeFixed64(p + 112, static_cast<std::uint64_t>(sb.mounted_s));
+  EncodeFixed64(p + 120, sb.free_blocks);
+  EncodeFixed64(p + 128, sb.icount);
+  EncodeFixed64(p + 136, sb.ifree);
+  std::memcpy(p + 144, sb.label.data(), std::min(sb.label.size(), kLabelSize));
+  EncodeFixed32(p + 4, SuperCrc(p));
+}
+
+Result<Superblock> DecodeSuperblock(std::span<const std::byte> in, std::uint64_t device_bytes) {
+  if (in.size() < kSuperSize)
+    return Status::Corruption(fmt::format("superblock: {} bytes, need {}", in.size(), kSuperSize));
+  const char* p = reinterpret_cast<const char*>(in.data());
+  const std::uint32_t magic = DecodeFixed32(p);
+  if (magic != kSuperMagic)
+    return Status::Corruption(fmt::format("not a walfs image: superblock magic {} is not {}",
+                                          MagicString(magic), MagicString(kSuperMagic)));
+  const std::uint32_t stored = DecodeFixed32(p + 4);
+  if (stored != SuperCrc(p))
+    return Status::Corruption(fmt::format("superblock CRC {:#010x} does not match its contents",
+                                          stored));
+  Superblock sb;
+  sb.version = DecodeFixed32(p + 8);
+  if (sb.version != kFormatVersion)
+    return Status::NotSupported(fmt::format("superblock version {} (this walfs reads version {})",
+                                            sb.version, kFormatVersion));
+  if (DecodeFixed32(p + 12) != kSuperSize)
+    return Status::Corruption(fmt::format("superblock size {} is not {}", DecodeFixed32(p + 12),
+                                          kSuperSize));
+  sb.compat = DecodeFixed32(p + 16);
+  sb.ro_compat = DecodeFixed32(p + 20);
+  sb.incompat = DecodeFixed32(p + 24);
+  if (sb.incompat & ~kKnownIncompat)
+    return Status::NotSupported(fmt::format("unknown incompatible features {:#x}",
+                                            sb.incompat & ~kKnownIncompat));
+  sb.flags = DecodeFixed32(p + 28);
+  std::memcpy(sb.uuid.data(), p + 32, 16);
+  sb.block_size = DecodeFixed32(p + 48);
+  sb.inode_size = DecodeFixed32(p + 52);
+  sb.total_blocks = DecodeFixed64(p + 56);
+  sb.ag_count = DecodeFixed32(p + 64);
+  sb.ag_blocks = DecodeFixed32(p + 68);
+  sb.log_start = DecodeFixed64(p + 72);
+  sb.log_blocks = DecodeFixed32(p + 80);
+  sb.inodes_per_chunk = DecodeFixed32(p + 84);
+  sb.root_ino = DecodeFixed64(p + 88);
+  sb.bitmap_blocks = DecodeFixed32(p + 96);
+  sb.imap_blocks = DecodeFixed32(p + 100);
+  sb.created_s = static_cast<std::int64_t>(DecodeFixed64(p + 104));
+  sb.mounted_s = static_cast<std::int64_t>(DecodeFixed64(p + 112));
+  sb.free_blocks = DecodeFixed64(p + 120);
+  sb.icount = DecodeFixed64(p + 128);
+  sb.ifree = DecodeFixed64(p + 136);
+  sb.label.assign(p + 144, strnlen(p + 144, kLabelSize));
+
+  auto bad = [](std::string_view why) {
+    return Status::Corruption(fmt::format("superblock geometry: {}", why));
+  };
+  if (!PowerOfTwo(sb.block_size) || sb.block_size < kMinBlockSize || sb.block_size > kMaxBlockSize)
+    return bad(fmt::format("block size {} is not a power of two in [{}, {}]", sb.block_size,
+                           kMinBlockSize, kMaxBlockSize));
+  if (sb.inode_size != kInodeSize) return bad(fmt::format("inode size {}", sb.inode_size));
+  if (sb.inodes_per_chunk != kInodesPerChunk || sb.inodes_per_chunk < sb.inodes_per_block())
+    return bad(fmt::format("{} inodes per chunk", sb.inodes_per_chunk));
+  if (sb.ag_count == 0 || sb.ag_blocks == 0) return bad("no allocation groups");
+  if (sb.log_start == 0 || sb.log_blocks == 0) return bad("no log");
+  if (sb.total_blocks < sb.data_start() ||
+      sb.total_blocks - sb.data_start() <= std::uint64_t{sb.ag_count - 1} * sb.ag_blocks ||
+      sb.total_blocks - sb.data_start() > std::uint64_t{sb.ag_count} * sb.ag_blocks)
+    return bad(fmt::format("{} AGs of {} blocks after block {} do not make {} blocks",
+                           sb.ag_count, sb.ag_blocks, sb.data_start(), sb.total_blocks));
+  if (sb.total_blocks > (std::uint64_t{1} << 47))
+    return bad(fmt::format("{} blocks is beyond the 48-bit block address", sb.total_blocks));
+  const std::uint64_t bits_per_block = std::uint64_t{sb.block_size - kBlockHeaderSize} * 8;
+  if (sb.bitmap_blocks != (sb.ag_blocks + bits_per_block - 1) / bits_per_block)
+    return bad(fmt::format("{} bitmap blocks per AG for {} blocks", sb.bitmap_blocks, sb.ag_blocks));
+  if (sb.imap_blocks == 0 || 1 + std::uint64_t{sb.bitmap_blocks} + sb.imap_blocks >= sb.AgLength(sb.ag_count - 1))
+    return bad(fmt::format("AG metadata ({} bitmap + {} inode map blocks) does not fit",
+                           sb.bitmap_blocks, sb.imap_blocks));
+  const std::uint64_t root_block = sb.root_ino / sb.inodes_per_block();
+  if (root_block < sb.data_start() || root_block >= sb.total_blocks)
+    return bad(fmt::format("root inode {} is outside the data area", sb.root_ino));
+  if (device_bytes != 0 && sb.total_blocks * sb.block_size > device_bytes)
+    return Status::Corruption(fmt::format(
+        "the image is {} bytes but its superblock describes {} blocks of {} ({} bytes): truncated?",
+        device_bytes, sb.total_blocks, sb.block_size, sb.total_blocks * sb.block_size));
+  return sb;
+}
+
+std::string SuperblockString(const Superblock& sb) {
+  return fmt::format(
+      "uuid {}  label \"{}\"\n"
+      "blocks {} x {} bytes  ({} AGs of {} blocks)\n"
+      "log {} blocks at block {}  inodes {} bytes, {} per chunk  root ino {}\n"
+      "free blocks {}  inodes {} ({} free)  {}",
+      UuidString(sb.uuid), sb.label, sb.total_blocks, sb.block_size, sb.ag_count, sb.ag_blocks,
+      sb.log_blocks, sb.log_start, sb.inode_size, sb.inodes_per_chunk, sb.root_ino,
+      sb.free_blocks, sb.icount, sb.ifree, sb.clean() ? "clean" : "needs recovery");
+}
+
+}  // namespace walfs::fs::format

@@ -1,0 +1,86 @@
+// The superblock: block 0 of the image (docs/disk_format.md, "Superblock").
+// Its first 512 bytes hold the fields below; the rest of the block is zero.
+//
+//   0 magic u32 "WLFS"      4 crc u32           8 version u32      12 sb_size u32 (512)
+//  16 compat u32           20 ro_compat u32    24 incompat u32    28 flags u32 (bit 0 clean)
+//  32 uuid[16]
+//  48 block_size u32       52 inode_size u32   56 total_blocks u64
+//  64 ag_count u32         68 ag_blocks u32    72 log_start u64 (block)
+//  80 log_blocks u32       84 inodes_per_chunk u32
+//  88 root_ino u64         96 bitmap_blocks u32 (per AG)  100 imap_blocks u32 (per AG)
+// 104 created_s i64       112 mounted_s i64   120 free_blocks u64 (lazy)
+// 128 icount u64          136 ifree u64 (lazy) 144 label[64]  208 reserved[304], zero
+//
+// The counters are lazy (XFS lazy-count): exact after a clean unmount;
+// otherwise mount recomputes them from the AG headers.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "base/status.h"
+#include "fs/format/block_header.h"
+
+namespace walfs::fs::format {
+
+inline constexpr std::uint32_t kSuperMagic = 0x53464c57;  // "WLFS"
+inline constexpr std::uint32_t kFormatVersion = 1;
+inline constexpr std::uint32_t kSuperSize = 512;
+inline constexpr std::uint32_t kSuperClean = 1u << 0;
+inline constexpr std::uint32_t kMinBlockSize = 1024;
+inline constexpr std::uint32_t kMaxBlockSize = 32768;  // at most a chunk of inodes per block
+inline constexpr std::uint32_t kInodeSize = 512;
+inline constexpr std::uint32_t kInodesPerChunk = 64;
+inline constexpr std::size_t kLabelSize = 64;
+// Feature bits this code understands.  An unknown incompat bit refuses the
+// mount; an unknown ro_compat bit allows only a read-only mount.
+inline constexpr std::uint32_t kKnownCompat = 0;
+inline constexpr std::uint32_t kKnownRoCompat = 0;
+inline constexpr std::uint32_t kKnownIncompat = 0;
+
+struct Superblock {
+  std::uint32_t version = kFormatVersion;
+  std::uint32_t compat = 0, ro_compat = 0, incompat = 0;
+  std::uint32_t flags = 0;
+  Uuid uuid{};
+  std::uint32_t block_size = 4096;
+  std::uint32_t inode_size = kInodeSize;
+  std::uint64_t total_blocks = 0;
+  std::uint32_t ag_count = 0;
+  std::uint32_t ag_blocks = 0;  // every AG but the last, which may be shorter
+  std::uint64_t log_start = 0;
+  std::uint32_t log_blocks = 0;
+  std::uint32_t inodes_per_chunk = kInodesPerChunk;
+  std::uint64_t root_ino = 0;
+  std::uint32_t bitmap_blocks = 0;  // per AG
+  std::uint32_t imap_blocks = 0;    // per AG
+  std::int64_t created_s = 0;
+  std::int64_t mounted_s = 0;
+  std::uint64_t free_blocks = 0;
+  std::uint64_t icount = 0;
+  std::uint64_t ifree = 0;
+  std::string label;
+
+  bool clean() const { return (flags & kSuperClean) != 0; }
+
+  // Derived geometry.
+  std::uint64_t data_start() const { return log_start + log_blocks; }  // AG 0's first block
+  std::uint64_t AgStart(std::uint32_t agno) const { return data_start() + std::uint64_t{agno} * ag_blocks; }
+  std::uint32_t AgLength(std::uint32_t agno) const;
+  std::uint32_t inodes_per_block() const { return block_size / inode_size; }
+  std::uint32_t blocks_per_chunk() const { return inodes_per_chunk / inodes_per_block(); }
+  std::uint64_t log_offset() const { return log_start * block_size; }
+  std::uint32_t log_sectors() const { return log_blocks * (block_size / 512); }
+};
+
+// The superblock's 512 bytes at sb[0, kSuperSize); the CRC is computed.
+void EncodeSuperblock(const Superblock& sb, std::span<std::byte> out);
+// Decodes and checks everything that can be checked alone: magic, CRC,
+// version, features, sizes, and that the geometry is self-consistent and
+// fits `device_bytes` (0: do not check).  Corruption (or NotSupported for an
+// unknown feature or version) with a one-line reason.
+Result<Superblock> DecodeSuperblock(std::span<const std::byte> in, std::uint64_t device_bytes = 0);
+std::string SuperblockString(const Superblock& sb);
+
+}  // namespace walfs::fs::format

@@ -1,0 +1,47 @@
+// Making a filesystem: the geometry (how big the log and the allocation
+// groups are) and the initial image -- superblock, a zeroed log, AG headers,
+// free-space bitmaps, inode maps and the root directory's inode chunk.
+// mkfs.walfs is a thin command line over this; tests call it directly.
+//
+//   WALFS_ASSIGN_OR_RETURN(Superblock sb, MakeFilesystem(dev, {.label = "data"}));
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "base/block_device.h"
+#include "base/status.h"
+#include "fs/format/superblock_format.h"
+#include "journal/reservation.h"
+
+namespace walfs::fs {
+
+struct MkfsOptions {
+  std::uint32_t block_size = 4096;
+  std::uint32_t ag_count = 0;          // 0: chosen from the size
+  std::uint64_t log_bytes = 0;         // 0: chosen from the size (or log_concurrency)
+  std::uint32_t log_concurrency = 0;   // size the log for N concurrent transactions
+  std::string label{};
+  std::optional<format::Uuid> uuid{};  // default: a new random UUID
+  std::int64_t now_s = 0;              // creation time; 0: the clock
+  std::uint32_t root_uid = 0, root_gid = 0;
+};
+
+// The reservation geometry of a filesystem with this block size (the same
+// table the mount uses, so mkfs and mount agree on the minimum log).
+journal::ReservationGeometry ReservationGeometryFor(std::uint32_t block_size);
+// The smallest log, in bytes, a filesystem with this block size accepts:
+// 3 x the largest reservation (XFS's rule) plus the sliver the log never
+// grants, and room for the default in-core log buffers.
+std::uint64_t MinLogBytes(std::uint32_t block_size);
+
+// Chooses the geometry for a device of `device_bytes`.  InvalidArgument with
+// a reason for a device too small, a log below the minimum or larger than
+// the device allows, a bad block size or AG count.
+Result<format::Superblock> PlanFilesystem(std::uint64_t device_bytes, const MkfsOptions& options);
+
+// Plans and writes the filesystem, then flushes.  Returns its superblock.
+Result<format::Superblock> MakeFilesystem(BlockDevice* device, const MkfsOptions& options);
+
+}  // namespace walfs::fs
