@@ -159,6 +159,7 @@ void Ail::Shutdown() {
   MutexLock l(&mu_);
   shutdown_ = true;
   empty_cv_.SignalAll();
+  pusher_cv_.SignalAll();
 }
 
 // Everything when asked to push all; otherwise enough of the oldest items
@@ -176,7 +177,16 @@ Lsn Ail::ComputeTargetLocked() const {
 
 void Ail::PusherMain() {
   MutexLock l(&mu_);
+  bool forced = false;  // the last pass forced the log
   while (!stop_) {
+    // A kick from now on (even during a log force below) starts another pass.
+    kicked_ = false;
+    if (shutdown_) {
+      // The log is down: nothing may be written in place any more (an item
+      // may hold changes that never reached the log).
+      pusher_cv_.WaitFor(&mu_, kIdleWaitNs);
+      continue;
+    }
     const Lsn target = ComputeTargetLocked();
     stats_.target = target;
     std::size_t count = 0, pushed = 0, pinned = 0;
@@ -195,17 +205,22 @@ void Ail::PusherMain() {
       }
     }
     if (count > 0) WALFS_TRACE(kTraceAilPush, target, pushed, pinned, count - pushed - pinned);
-    if (pinned > 0 && options_.force_log) {
-      // Pinned items wait for their checkpoint to reach the disk.
+    if (pinned > 0 && options_.force_log && !forced) {
+      // Pinned items wait for their checkpoint to reach the disk: force the
+      // log and push again.  If they are pinned again at once (relogged into
+      // the next checkpoint), back off before forcing again, so that a hot
+      // item does not turn every pass into a checkpoint (xfsaild's stuck
+      // back-off).
       ++stats_.log_forces;
+      forced = true;
       mu_.Unlock();
       options_.force_log();
       mu_.Lock();
       continue;
     }
+    forced = false;
     const bool done = items_.empty() || target == kNullLsn || items_.front().ail_lsn_ > target;
     if (done) push_all_ = false;
-    kicked_ = false;
     ++stats_.sleeps;
     // Back off like xfsaild: idle when the target is reached, briefly when
     // writeback is under way, longer when every item was busy.

@@ -100,7 +100,8 @@ class Ail {
   // Wait until the AIL is empty (for unmount), pushing everything.  Returns
   // false, not empty, once the log has shut down (Shutdown()).
   bool WaitEmpty() EXCLUDES(mu_);
-  // The log is down: writeback will not complete; WaitEmpty stops waiting.
+  // The log is down: the pusher stops writing items back (they may hold
+  // changes that never reached the log), and WaitEmpty stops waiting.
   void Shutdown() EXCLUDES(mu_);
 
   Lsn tail_lsn() const EXCLUDES(mu_);

@@ -53,7 +53,11 @@ void Cil::Stop() {
   {
     MutexLock l(&mu_);
     stop_ = true;
+    // Nobody will push any more: forcers and throttled committers must not
+    // wait for it.
+    if (status_.ok()) status_ = Status::Shutdown("the log's checkpoint thread has stopped");
     push_cv_.SignalAll();
+    state_cv_.SignalAll();
   }
   if (pusher_.joinable()) pusher_.join();
 }
@@ -70,6 +74,9 @@ Result<std::uint64_t> Cil::Commit(Ticket* tic, std::span<LogItem* const> items) 
   MutexLock l(&mu_);
   if (!status_.ok()) return status_;
   Ctx& c = *ctx_;
+  // Nothing to log: no charge (an empty context is never pushed, so any
+  // overhead charged for it would never be written or returned).
+  if (formatted.empty()) return c.seq;
   // Price the change before touching the context.
   std::int64_t delta = 0;
   for (const auto& [item, body] : formatted) {

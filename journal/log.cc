@@ -31,7 +31,8 @@ Result<std::unique_ptr<Log>> Log::Open(const LogOptions& options) {
     return Status::InvalidArgument(fmt::format(
         "the log needs recovery ({} committed transactions from {} to {}) and recovery is off",
         log->recovery_.transactions, LsnString(p.tail), LsnString(p.head)));
-  if (options.recover) WALFS_RETURN_IF_ERROR(log->ClearStaleBlocks(p));
+  // Whatever `recover` says, the log will be written from its head on.
+  WALFS_RETURN_IF_ERROR(log->ClearStaleBlocks(p));
 
   // A sliver of the log is never granted, so the head never catches the
   // tail exactly (a completely full log has no cycle drop to find).
@@ -77,7 +78,12 @@ Result<std::unique_ptr<Log>> Log::Open(const LogOptions& options) {
 Log::Log(const LogOptions& options, const ReservationTable& table)
     : region_{options.device, options.log_offset, options.log_sectors},
       metadata_(options.metadata ? options.metadata : options.device),
-      max_inflight_sectors_(options.iclog_count * (options.iclog_bytes / kLogSectorSize)),
+      // The widest in-flight window any mount could have had: recovery and
+      // stale-block clearing must cover what the crashed mount used, not
+      // this one's logbufs x logbsize.
+      max_inflight_sectors_(std::min<std::uint32_t>(
+          LogWriter::kMaxIclogCount * (LogWriter::kMaxIclogBytes / kLogSectorSize),
+          options.log_sectors / 2)),
       table_(table) {}
 
 Log::~Log() {
@@ -161,9 +167,12 @@ Status Log::Close() {
   {
     MutexLock l(&mu_);
     closed_ = true;
+    status_ = Status::Shutdown("the log is closed");
   }
+  shutdown_.store(true, std::memory_order_release);
   ail_->Stop();
   cil_->Stop();
+  space_->Shutdown();  // reservations fail from now on
   return Status::Ok();
 }
 

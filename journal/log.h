@@ -79,7 +79,9 @@ class Log {
   // Stops the log as a crash would: threads stop, nothing more is written,
   // checkpoints in flight are failed, and the AIL lets go of every item, so
   // the items' owners may be destroyed.  The destructor halts a log that
-  // was not closed.
+  // was not closed.  Item writebacks already submitted still complete into
+  // the Ail: destroy the items (their destructors wait for writeback)
+  // before the Log.
   void Halt();
 
   // Durability of commit sequence `seq` (0: everything committed so far).
@@ -106,7 +108,7 @@ class Log {
 
   const LogRegion region_;
   BlockDevice* const metadata_;
-  const std::uint32_t max_inflight_sectors_;  // iclogs × their size
+  const std::uint32_t max_inflight_sectors_;  // the widest window any mount may use
   const ReservationTable table_;
   RecoverReport recovery_;
   std::unique_ptr<LogSpace> space_;

@@ -30,14 +30,73 @@ Result<std::uint32_t> FirstOtherCycle(const LogRegion& region, std::uint32_t lo,
 
 std::string LogPositionString(const LogPosition& p) {
   if (p.empty) return "empty log";
-  return fmt::format("head {} tail {} last record {}{}{}{}", LsnString(p.head), LsnString(p.tail),
+  return fmt::format("head {} tail {} last record {}{}{}{}{}", LsnString(p.head), LsnString(p.tail),
                      LsnString(p.last_record), p.clean ? " (clean)" : "",
                      p.trimmed_records ? fmt::format(", {} torn record(s) dropped", p.trimmed_records)
                                        : "",
                      p.hole_sectors ? fmt::format(", {} unwritten sector(s) before the head",
                                                   p.hole_sectors)
-                                    : "");
+                                    : "",
+                     p.tail_skipped_sectors
+                         ? fmt::format(", tail moved past {} reused sector(s)", p.tail_skipped_sectors)
+                         : "");
 }
+
+namespace {
+
+// xlog_verify_tail: the tail a record names is where the oldest record
+// recovery needs starts -- as of when that record was written.  Writeback
+// may have moved the tail further since, freeing space that a later record
+// then reused; if that record was torn by the crash (so the head is before
+// it), the start of the old tail's records may be gone.  That can only
+// happen within the in-flight window past the head; there, a record that
+// does not read back is skipped, and the tail moves to the first whole
+// record after it.  Skipping is safe: the space was reused only after the
+// writeback that freed it completed, and the reusing record's preflush made
+// that writeback durable before any of it landed.
+Status VerifyTail(const LogRegion& region, std::uint32_t max_inflight, LogPosition* pos) {
+  const std::uint32_t n = region.sectors;
+  const auto abs = [n](Lsn l) { return std::uint64_t{CycleOf(l)} * n + SectorOf(l); };
+  const std::uint64_t t = abs(pos->tail), h = abs(pos->head);
+  if (h - t + max_inflight <= n) return Status::Ok();  // the window cannot reach the tail
+  const std::uint64_t danger_end = h + max_inflight - n;
+  bool skipped = false;
+  for (std::uint64_t a = t; a < h;) {
+    if (!skipped && a >= danger_end) return Status::Ok();
+    const auto cycle = static_cast<std::uint32_t>(a / n);
+    const auto sector = static_cast<std::uint32_t>(a % n);
+    WALFS_ASSIGN_OR_RETURN(std::string s, region.ReadSectors(sector, 1));
+    bool good = false;
+    std::uint32_t len = 1;
+    if (DecodeFixed32(s.data()) == kRecordMagic && SectorCycle(s) == cycle) {
+      WALFS_ASSIGN_OR_RETURN(LogRecordAt rec, ReadRecordAt(region, sector, cycle));
+      good = rec.record.kind == DecodedRecord::Kind::kOk && a + rec.sectors <= h;
+      len = rec.sectors;
+    }
+    if (good && skipped) {
+      pos->tail_skipped_sectors = static_cast<std::uint32_t>(a - t);
+      pos->tail = MakeLsn(cycle, sector);
+      return Status::Ok();
+    }
+    if (good) {
+      a += len;
+      continue;
+    }
+    if (a >= danger_end)
+      return Status::Corruption(fmt::format(
+          "log record at {} between the tail and the head does not read back",
+          LsnString(MakeLsn(cycle, sector))));
+    skipped = true;
+    a += 1;
+  }
+  if (!skipped) return Status::Ok();
+  // Everything from the tail to the head was reused or torn: nothing to replay.
+  pos->tail_skipped_sectors = static_cast<std::uint32_t>(h - t);
+  pos->tail = pos->head;
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<LogPosition> FindLogPosition(const LogRegion& region, std::uint32_t max_inflight_sectors) {
   WALFS_RETURN_IF_ERROR(region.Validate());
@@ -112,6 +171,7 @@ Result<LogPosition> FindLogPosition(const LogRegion& region, std::uint32_t max_i
     if (abs(pos.tail) > abs(rec.lsn) || abs(rec.lsn) - abs(pos.tail) >= n || CycleOf(pos.tail) == 0)
       return Status::Corruption(fmt::format("record {} names tail {}, outside the log",
                                             LsnString(rec.lsn), LsnString(pos.tail)));
+    WALFS_RETURN_IF_ERROR(VerifyTail(region, max_inflight_sectors, &pos));
     return pos;
   }
   // Written sectors but no complete record: everything was torn.  The log

@@ -28,6 +28,9 @@ struct LogPosition {
   bool clean = false;         // that record is a clean-unmount record
   std::uint32_t trimmed_records = 0;  // torn records dropped at the head
   std::uint32_t hole_sectors = 0;     // head moved back over this many sectors
+  // The tail moved forward over records reused by a write torn at the head
+  // (see VerifyTail in log_head.cc).
+  std::uint32_t tail_skipped_sectors = 0;
 };
 
 // 8 in-core log buffers of 32 KiB, the default.

@@ -48,9 +48,10 @@ struct LogWriter::Iclog {
 
 Result<std::unique_ptr<LogWriter>> LogWriter::Create(const LogWriterOptions& options) {
   WALFS_RETURN_IF_ERROR(options.region.Validate());
-  if (options.iclog_count < 2 || options.iclog_count > 256)
-    return Status::InvalidArgument(
-        fmt::format("logbufs={} is out of range: 2 to 256 in-core log buffers", options.iclog_count));
+  if (options.iclog_count < 2 || options.iclog_count > kMaxIclogCount)
+    return Status::InvalidArgument(fmt::format(
+        "logbufs={} is out of range: 2 to {} in-core log buffers", options.iclog_count,
+        kMaxIclogCount));
   if (options.iclog_bytes % kLogSectorSize != 0 || options.iclog_bytes < kMinIclogBytes ||
       options.iclog_bytes > kMaxIclogBytes)
     return Status::InvalidArgument(fmt::format(
@@ -193,6 +194,11 @@ Status LogWriter::SwitchLocked(Iclog* ic) {
 Result<WriteResult> LogWriter::Write(std::span<const LogOp> ops, std::int64_t fund, bool commit,
                                      LogDoneCallback done) {
   MutexLock w(&write_mu_);
+  return WriteLocked(ops, fund, commit, std::move(done));
+}
+
+Result<WriteResult> LogWriter::WriteLocked(std::span<const LogOp> ops, std::int64_t fund,
+                                           bool commit, LogDoneCallback done) {
   mu_.Lock();
   if (!status_.ok()) {
     Status s = status_;
@@ -203,7 +209,9 @@ Result<WriteResult> LogWriter::Write(std::span<const LogOp> ops, std::int64_t fu
   ++stats_.writes;
   WriteResult res;
   Iclog* ic = nullptr;
-  for (const LogOp& op : ops) {
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const LogOp& op = ops[i];
+    const bool final_op = i + 1 == ops.size();
     std::string_view body = op.body;
     bool first_piece = true;
     for (;;) {
@@ -248,32 +256,58 @@ Result<WriteResult> LogWriter::Write(std::span<const LogOp> ops, std::int64_t fu
       if (n > 0) std::memcpy(dst + kOpHeaderSize, body.data(), n);
       body.remove_prefix(n);
       const bool last_piece = body.empty();
-      if (!last_piece) {
+      if (!last_piece || !final_op) {
+        // A force may have switched this iclog out while we copied into
+        // it: the last reference to leave syncs it.
         Release(ic);
         mu_.Lock();
         first_piece = false;
+        if (last_piece) break;
         continue;
       }
+      // The final op: keep the reference until the callback is attached.
       mu_.Lock();
-      --ic->refs;  // a WANT_SYNC iclog is synced below, after the callback is attached
       break;
     }
     ++stats_.ops;
   }
   if (ic == nullptr) {  // no ops
+    ReturnFundLocked();
     mu_.Unlock();
     return res;
+  }
+  if (!status_.ok()) {
+    // Shut down while we copied: nothing more is written; the caller learns
+    // it here (no callback will run for this write).
+    Status s = status_;
+    --ic->refs;
+    Iclog* failed = FailCurrentLocked();
+    const bool sync = ic->state == IclogState::kWantSync && ic->refs == 0;
+    if (sync) SetStateLocked(ic, IclogState::kSyncing);
+    mu_.Unlock();
+    if (failed) Sync(failed);
+    if (sync) Sync(ic);
+    return s;
   }
   res.end_lsn = ic->lsn;
   if (commit) ic->has_commit = true;
   if (done) ic->callbacks.emplace_back(std::move(done), res);
   ReturnFundLocked();
   // A force may have switched the iclog out while we copied into it.
-  const bool sync = ic->state == IclogState::kWantSync && ic->refs == 0;
-  if (sync) ++ic->refs;
   mu_.Unlock();
-  if (sync) Release(ic);
+  Release(ic);
   return res;
+}
+
+// An iclog being filled when the log fails will never be written: it goes
+// through the normal completion path (failing at once) so its callbacks run.
+LogWriter::Iclog* LogWriter::FailCurrentLocked() {
+  Iclog* cur = ring_[current_].get();
+  if (cur->state != IclogState::kActive || cur->used == 0 || cur->refs > 0) return nullptr;
+  cur->sectors = static_cast<std::uint32_t>(RecordBytes(cur->used) / kLogSectorSize);
+  SetStateLocked(cur, IclogState::kSyncing);
+  current_ = (current_ + 1) % ring_.size();
+  return cur;
 }
 
 void LogWriter::Release(Iclog* ic) {
@@ -335,7 +369,7 @@ void LogWriter::Sync(Iclog* ic) {
                                    [this, ic](Status s) { PartDone(ic, s); }));
   if (before_wrap < ic->sectors)
     batch.push_back(IoRequest::Write(region_.offset, ic->encoded.data() + first_bytes,
-                                     ic->encoded.size() - first_bytes, kIoFua,
+                                     ic->encoded.size() - first_bytes, flags,
                                      [this, ic](Status s) { PartDone(ic, s); }));
   ic->submit_ns = MonotonicNanos();
   WALFS_TRACE(kTraceLogSubmit, ic->lsn, ic->encoded.size(), flags);
@@ -366,21 +400,15 @@ void LogWriter::PartDone(Iclog* ic, const Status& s) {
 // xlog_state_do_callback: runs the callbacks of completed records strictly
 // in LSN order; a record that completed early waits for those before it.
 void LogWriter::ProcessCompletions() {
-  Status report;
-  {
-    MutexLock l(&mu_);
-    if (processing_) {
-      reprocess_ = true;
-      return;
-    }
-    processing_ = true;
-    for (;;) {
-      Iclog* ic = ring_[oldest_].get();
-      if (ic->state != IclogState::kDoneSync) {
-        if (!reprocess_) break;
-        reprocess_ = false;
-        continue;
-      }
+  MutexLock l(&mu_);
+  if (processing_) {
+    reprocess_ = true;
+    return;
+  }
+  processing_ = true;
+  for (;;) {
+    Iclog* ic = ring_[oldest_].get();
+    if (ic->state == IclogState::kDoneSync) {
       SetStateLocked(ic, IclogState::kCallback);
       Status s = ic->io_status.ok() ? status_ : ic->io_status;
       if (!ic->io_status.ok() && status_.ok()) {
@@ -406,15 +434,23 @@ void LogWriter::ProcessCompletions() {
       ic->submit_ns = 0;
       SetStateLocked(ic, IclogState::kActive);
       oldest_ = (oldest_ + 1) % ring_.size();
+      continue;
     }
-    processing_ = false;
-    cv_.SignalAll();
     if (!status_.ok() && !error_reported_) {
+      // Report the failure while still "processing", so that WaitIdle (and
+      // so Halt and ~Log) cannot return until the report is done.
       error_reported_ = true;
-      report = status_;
+      const Status report = status_;
+      mu_.Unlock();
+      if (on_error_) on_error_(report);
+      mu_.Lock();
+      continue;
     }
+    if (!reprocess_) break;
+    reprocess_ = false;
   }
-  if (!report.ok() && on_error_) on_error_(report);
+  processing_ = false;
+  cv_.SignalAll();
 }
 
 Status LogWriter::WaitDurableLocked(Lsn lsn) {
@@ -461,7 +497,9 @@ Status LogWriter::ForceAll() {
     MutexLock l(&mu_);
     if (!status_.ok()) return status_;
     const Iclog* cur = ring_[current_].get();
-    target = cur->used > 0 ? cur->lsn : prev_;
+    // The current iclog may still be on its way back from its last trip
+    // round the ring: only an ACTIVE one holds the newest record.
+    target = cur->state == IclogState::kActive && cur->used > 0 ? cur->lsn : prev_;
   }
   if (target == kNullLsn) return Status::Ok();
   return Force(target);
@@ -469,19 +507,23 @@ Status LogWriter::ForceAll() {
 
 Status LogWriter::WriteUnmount(std::uint32_t tid, std::int64_t fund) {
   WALFS_RETURN_IF_ERROR(ForceAll());
-  // ForceAll left the current iclog empty unless a writer raced in: the
-  // unmount op gets a record of its own either way, since Write starts it
-  // in whatever is current and the record flag marks only that record.
+  Lsn lsn;
   {
+    // The unmount op must be the only thing in its record (the record flag
+    // marks the whole record): check and write under the writer lock.
     MutexLock w(&write_mu_);
-    MutexLock l(&mu_);
-    Iclog* cur = ring_[current_].get();
-    WALFS_RETURN_IF_ERROR(WaitActiveLocked(cur));
-    if (cur->used > 0) return Status::Internal("log writes raced with unmount");
+    {
+      MutexLock l(&mu_);
+      Iclog* cur = ring_[current_].get();
+      WALFS_RETURN_IF_ERROR(WaitActiveLocked(cur));
+      if (cur->used > 0) return Status::Internal("log writes raced with unmount");
+    }
+    const LogOp op{tid, kOpUnmount, ItemType::kNone, {}};
+    WALFS_ASSIGN_OR_RETURN(WriteResult res,
+                           WriteLocked(std::span<const LogOp>(&op, 1), fund, true, {}));
+    lsn = res.end_lsn;
   }
-  const LogOp op{tid, kOpUnmount, ItemType::kNone, {}};
-  WALFS_ASSIGN_OR_RETURN(WriteResult res, Write(std::span<const LogOp>(&op, 1), fund, true, {}));
-  return Force(res.end_lsn);
+  return Force(lsn);
 }
 
 void LogWriter::Shutdown(const Status& why) {
@@ -495,15 +537,7 @@ void LogWriter::Shutdown(const Status& why) {
       error_reported_ = true;
       report = true;
     }
-    // An iclog being filled will never be written: fail it through the
-    // normal completion path so its callbacks run.
-    Iclog* cur = ring_[current_].get();
-    if (cur->state == IclogState::kActive && cur->used > 0 && cur->refs == 0) {
-      cur->sectors = static_cast<std::uint32_t>(RecordBytes(cur->used) / kLogSectorSize);
-      SetStateLocked(cur, IclogState::kSyncing);
-      current_ = (current_ + 1) % ring_.size();
-      to_sync.push_back(cur);
-    }
+    if (Iclog* cur = FailCurrentLocked()) to_sync.push_back(cur);
     cv_.SignalAll();
   }
   for (Iclog* ic : to_sync) Sync(ic);  // fails at once: status_ is set
@@ -518,7 +552,7 @@ Status LogWriter::status() const {
 Lsn LogWriter::head() const {
   MutexLock l(&mu_);
   const Iclog* cur = ring_[current_].get();
-  return cur->used > 0 ? cur->lsn : head_;
+  return cur->state == IclogState::kActive && cur->used > 0 ? cur->lsn : head_;
 }
 
 Lsn LogWriter::durable_lsn() const {

@@ -17,13 +17,14 @@
 // over with each Write (a checkpoint hands over everything its transactions
 // were charged); a fund that runs short is overcommitted on the grant heads,
 // as XFS does with the round-off of a record written without a ticket, and
-// counted.  Surplus beyond one record's worst-case overhead goes back.  So the bytes between two record
-// LSNs are always exactly bytes the grant heads were charged for, which is
-// what lets the AIL hand them back with Ail::AdvanceHead.
+// counted.  Surplus beyond one record's worst-case overhead goes back.
+// So the bytes between two record LSNs are always exactly bytes the grant
+// heads were charged for, which is what lets the AIL hand them back when a
+// checkpoint completes (Ail::InsertCheckpoint).
 //
 // Durability: every log write is FUA; a record that holds a commit record,
 // or whose tail LSN moved since the last record, is written with a preflush
-// too, so that the metadata writeback the tail move relies on and the
+// too (both halves of a record that wraps), so that the metadata writeback the tail move relies on and the
 // records before it are stable first.
 //
 // Lock order: the writer's lock before the AIL's (the tail is read with the
@@ -109,6 +110,7 @@ struct LogWriterStats {
 class LogWriter {
  public:
   static constexpr std::uint32_t kMinIclogBytes = 16 * 1024;
+  static constexpr std::uint32_t kMaxIclogCount = 16;
   static constexpr std::uint32_t kMaxIclogBytes = kLogSectorSize + kMaxRecordPayload;
   // The most overhead one record can cost: its header sector, a sector of
   // padding and one split op header.  The CIL reserves this per record.
@@ -143,7 +145,8 @@ class LogWriter {
   void WaitIdle() EXCLUDES(mu_);
   // Returns the overhead fund still held to the grant heads (clean unmount).
   void ReturnFund() EXCLUDES(mu_);
-  // Fails the log: no more writes; forces and callbacks see `why`.
+  // Fails the log: no more writes; forces and callbacks see `why`; the
+  // on_error hook runs once (unless the failure started here).
   void Shutdown(const Status& why);
   Status status() const;
 
@@ -156,7 +159,10 @@ class LogWriter {
   struct Iclog;
   explicit LogWriter(const LogWriterOptions& options);
 
+  Result<WriteResult> WriteLocked(std::span<const LogOp> ops, std::int64_t fund, bool commit,
+                                  LogDoneCallback done) REQUIRES(write_mu_) EXCLUDES(mu_);
   Iclog* CurrentLocked() REQUIRES(mu_);
+  Iclog* FailCurrentLocked() REQUIRES(mu_);
   Status WaitActiveLocked(Iclog* ic) REQUIRES(mu_);
   void BeginRecordLocked(Iclog* ic) REQUIRES(mu_);
   Status SwitchLocked(Iclog* ic) REQUIRES(mu_);

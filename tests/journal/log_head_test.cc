@@ -160,3 +160,64 @@ TEST(LogHead, ARegionThatDoesNotFitItsDeviceIsRefused) {
 
 }  // namespace
 }  // namespace walfs::journal
+
+namespace walfs::journal {
+namespace {
+
+// A nearly full log: the last complete record (2:4) names tail 1:8, but the
+// record after it (2:8) reused 1:8's first sector before the crash tore it.
+// The tail moves to the first whole record after the reused sectors.
+TEST(LogHeadTail, ATailReusedByATornWriteMovesToTheNextWholeRecord) {
+  testing::TestLog log(64);
+  for (int i = 0; i < 16; ++i) log.Append(testing::OneOp(static_cast<std::uint32_t>(i + 1), 1200));
+  ASSERT_EQ(log.head(), MakeLsn(2, 0));
+  log.set_tail(MakeLsn(1, 8));
+  log.Append(testing::OneOp(20, 1200));
+  log.Append(testing::OneOp(21, 1200));
+  log.Append(testing::OneOp(22, 1200), 0, /*keep_sectors=*/1);
+  auto pos = FindLogPosition(log.region(), /*max_inflight_sectors=*/8);
+  ASSERT_TRUE(pos.ok()) << pos.status().ToString();
+  EXPECT_EQ(pos->head, MakeLsn(2, 8));
+  EXPECT_EQ(pos->tail, MakeLsn(1, 12));
+  EXPECT_EQ(pos->tail_skipped_sectors, 4u);
+  LogReader reader(log.region(), pos->tail, pos->head);
+  LogRecordAt rec;
+  int records = 0;
+  while (reader.Next(&rec)) ++records;
+  EXPECT_TRUE(reader.status().ok()) << reader.status().ToString();
+  EXPECT_EQ(records, 15);  // 1:12 .. 1:60, then 2:0 and 2:4
+}
+
+TEST(LogHeadTail, AnIntactTailIsKept) {
+  testing::TestLog log(64);
+  for (int i = 0; i < 16; ++i) log.Append(testing::OneOp(static_cast<std::uint32_t>(i + 1), 1200));
+  log.set_tail(MakeLsn(1, 8));
+  log.Append(testing::OneOp(20, 1200));
+  log.Append(testing::OneOp(21, 1200));
+  auto pos = FindLogPosition(log.region(), 8);
+  ASSERT_TRUE(pos.ok()) << pos.status().ToString();
+  EXPECT_EQ(pos->tail, MakeLsn(1, 8));
+  EXPECT_EQ(pos->tail_skipped_sectors, 0u);
+}
+
+TEST(LogHeadTail, DamageBeyondTheWindowIsStillCorruption) {
+  testing::TestLog log(64);
+  for (int i = 0; i < 16; ++i) log.Append(testing::OneOp(static_cast<std::uint32_t>(i + 1), 1200));
+  log.set_tail(MakeLsn(1, 8));
+  log.Append(testing::OneOp(20, 1200));
+  log.Append(testing::OneOp(21, 1200));
+  // Corrupt the record at 1:20, well past anything a torn write could reach.
+  std::string sector = *log.region().ReadSectors(21, 1);
+  sector[100] ^= 1;
+  ASSERT_TRUE(log.region().WriteSectors(21, sector).ok());
+  auto pos = FindLogPosition(log.region(), 8);
+  ASSERT_TRUE(pos.ok());
+  LogReader reader(log.region(), pos->tail, pos->head);
+  LogRecordAt rec;
+  while (reader.Next(&rec)) {
+  }
+  EXPECT_FALSE(reader.status().ok());
+}
+
+}  // namespace
+}  // namespace walfs::journal

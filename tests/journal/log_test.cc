@@ -398,6 +398,58 @@ TEST(Log, AFailedWritebackFailsCloseInsteadOfHanging) {
   EXPECT_TRUE(log->IsShutdown());
 }
 
+TEST(Log, ACommitWithNothingToLogChargesNothing) {
+  MemoryDevice dev(ImageBytes(kSectors));
+  testing::TestJournal log(OpenLog(&dev), 1);
+  ASSERT_NE(log.get(), nullptr);
+  auto tx = Transaction::Begin(log.get(), TransType::kSetattr);
+  ASSERT_TRUE(tx.ok());
+  testing::LockBlock(log[0]);
+  tx->Join(log[0]);  // joined, but nothing changed
+  ASSERT_TRUE(tx->Commit().ok());
+  testing::UnlockBlock(log[0]);
+  ASSERT_TRUE(log->Close().ok());
+  const LogStats s = log->Stats();
+  EXPECT_EQ(s.space.reserve_head.grant_bytes, 0);
+  EXPECT_EQ(s.space.write_head.grant_bytes, 0);
+  EXPECT_EQ(s.cil.space_used, 0);
+}
+
+// The write-ahead rule holds after a shutdown too: a change whose
+// checkpoint was aborted never reaches the disk in place.
+TEST(Log, AfterAShutdownNothingIsWrittenBackInPlace) {
+  MemoryDevice dev(ImageBytes(kSectors));
+  testing::TestJournal log(OpenLog(&dev), 2);
+  ASSERT_NE(log.get(), nullptr);
+  ASSERT_TRUE(Change(log.get(), log[0], 0x11).ok());
+  log->ail().Stop();  // keep block 0 in the AIL for now
+  ASSERT_TRUE(log->Force().ok());
+  ASSERT_TRUE(Change(log.get(), log[0], 0x22).ok());  // in the CIL only
+  {
+    auto tx = Transaction::Begin(log.get(), TransType::kSetattr);
+    ASSERT_TRUE(tx.ok());
+    testing::LockBlock(log[1]);
+    Fill(&*tx, log[1], kPayloadOffset, 10, 1);
+    tx->Cancel();  // a dirty cancel shuts the log down; the 0x22 checkpoint is aborted
+    testing::UnlockBlock(log[1]);
+  }
+  ASSERT_TRUE(log->IsShutdown());
+  log->ail().Start();
+  log->ail().PushAll();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(PayloadOnDisk(&dev, 0) == Expected(0x22))
+      << "a change that never reached the log was written in place";
+}
+
+TEST(Log, AClosedLogRefusesWorkInsteadOfHanging) {
+  MemoryDevice dev(ImageBytes(kSectors));
+  testing::TestJournal log(OpenLog(&dev), 1);
+  ASSERT_TRUE(log->Close().ok());
+  auto seq = Change(log.get(), log[0], 5);
+  EXPECT_FALSE(seq.ok());
+  EXPECT_FALSE(log->Force().ok());
+}
+
 TEST(Log, CancellingADirtyTransactionShutsTheLogDown) {
   MemoryDevice dev(ImageBytes(kSectors));
   testing::TestJournal log(OpenLog(&dev), 1);

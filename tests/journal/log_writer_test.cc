@@ -161,6 +161,40 @@ TEST(LogWriter, AWriterWaitsForAFreeIclogWhenAllAreInFlight) {
   EXPECT_EQ(ReadBack(&mem).size(), 2u);
 }
 
+// A force that switches out the iclog a multi-op Write is copying into must
+// not strand it: the last reference to leave writes it.
+TEST(LogWriter, AForceDuringAMultiOpWriteNeverStrandsAnIclog) {
+  MemoryDevice dev(std::uint64_t{kSectors} * kLogSectorSize);
+  std::atomic<Lsn> tail{MakeLsn(1, 0)};
+  Fixture f(&dev, 4, [&] { return tail.load(); });
+  std::atomic<bool> stop{false};
+  std::atomic<int> writes{0};
+  std::thread forcer([&] {
+    while (!stop) (void)f.writer->ForceAll();
+  });
+  const int total = 3000;
+  std::thread writer([&] {
+    const auto bodies = Bodies(3, 3000, 'x');
+    for (int i = 0; i < total && !stop; ++i) {
+      auto ops = Ops(static_cast<std::uint32_t>(i + 1), bodies);
+      // Nothing is written back here, so let the tail follow the head.
+      auto r = f.writer->Write(ops, 20000, true, [&](const Status& s, const WriteResult& res) {
+        if (s.ok()) tail.store(res.end_lsn);
+      });
+      if (!r.ok()) break;
+      writes.fetch_add(1);
+    }
+  });
+  const bool finished = testing::Eventually([&] { return writes.load() >= total; },
+                                            std::chrono::seconds(60));
+  EXPECT_TRUE(finished) << "writes stalled at " << writes.load();
+  if (!finished) f.writer->Shutdown(Status::Shutdown("stalled"));
+  stop = true;
+  forcer.join();
+  writer.join();
+  EXPECT_TRUE(f.writer->ForceAll().ok());
+}
+
 TEST(LogWriter, ConcurrentForcesOfOneRecordShareItsWrite) {
   MemoryDevice dev(std::uint64_t{kSectors} * kLogSectorSize);
   Fixture f(&dev);
