@@ -1,5 +1,6 @@
 #include "journal/log.h"
 
+#include <algorithm>
 #include <random>
 #include <utility>
 #include <vector>
@@ -12,6 +13,11 @@
 #include "journal/log_reader.h"
 
 namespace walfs::journal {
+
+std::uint32_t RecoveryWindowSectors(std::uint32_t log_sectors) {
+  return std::min<std::uint32_t>(
+      LogWriter::kMaxIclogCount * (LogWriter::kMaxIclogBytes / kLogSectorSize), log_sectors / 2);
+}
 
 Result<std::unique_ptr<Log>> Log::Open(const LogOptions& options) {
   if (options.device == nullptr) return Status::InvalidArgument("the log needs a device");
@@ -78,12 +84,7 @@ Result<std::unique_ptr<Log>> Log::Open(const LogOptions& options) {
 Log::Log(const LogOptions& options, const ReservationTable& table)
     : region_{options.device, options.log_offset, options.log_sectors},
       metadata_(options.metadata ? options.metadata : options.device),
-      // The widest in-flight window any mount could have had: recovery and
-      // stale-block clearing must cover what the crashed mount used, not
-      // this one's logbufs x logbsize.
-      max_inflight_sectors_(std::min<std::uint32_t>(
-          LogWriter::kMaxIclogCount * (LogWriter::kMaxIclogBytes / kLogSectorSize),
-          options.log_sectors / 2)),
+      max_inflight_sectors_(RecoveryWindowSectors(options.log_sectors)),
       table_(table) {}
 
 Log::~Log() {

@@ -34,6 +34,12 @@
 
 namespace walfs::journal {
 
+// The in-flight window recovery and stale-block clearing cover: the widest
+// any mount could have used (kMaxIclogCount iclogs of the largest size), at
+// most half the log.  A mount's own logbufs x logbsize cannot be used: the
+// crashed mount's options are not known.
+std::uint32_t RecoveryWindowSectors(std::uint32_t log_sectors);
+
 struct LogOptions {
   BlockDevice* device = nullptr;      // holds the log
   std::uint64_t log_offset = 0;       // byte offset of the log on it

@@ -329,7 +329,7 @@ TEST_P(LogContention, ATinyLogMakesWritersSleepAndThePusherFreesThem) {
 INSTANTIATE_TEST_SUITE_P(AllWakeModes, LogContention,
                          ::testing::Values(WakeMode::kInline, WakeMode::kWaking,
                                            WakeMode::kWakeQueue),
-                         [](const auto& info) { return std::string(WakeModeName(info.param)); });
+                         [](const ::testing::TestParamInfo<WakeMode>& p) { return std::string(WakeModeName(p.param)); });
 
 TEST(Log, AFailedLogWriteShutsTheLogDownAndWakesEveryone) {
   MemoryDevice disk(ImageBytes(kSectors));

@@ -1,0 +1,427 @@
+#include "fs/fsck.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "fs/format/ag_format.h"
+#include "fs/format/block_header.h"
+#include "fs/format/inode_format.h"
+#include "journal/log.h"
+#include "journal/log_recover.h"
+
+namespace walfs::fs {
+
+using namespace format;  // NOLINT(build/namespaces): the checker speaks the format's language
+
+std::size_t FsckReport::unrepaired() const {
+  return static_cast<std::size_t>(
+      std::count_if(problems.begin(), problems.end(), [](const FsckProblem& p) { return !p.repaired; }));
+}
+
+int FsckReport::ExitCode() const {
+  if (!opened) return 8;
+  if (unrepaired() > 0) return 4;
+  return problems.empty() ? 0 : 1;
+}
+
+namespace {
+
+struct InodeInfo {
+  std::uint16_t mode = 0;
+  std::uint32_t nlink = 0;
+  std::uint64_t parent = 0;  // directories in local format
+  std::vector<DirEntry> entries;
+  bool entries_known = false;
+  std::uint64_t next_unlinked = 0;
+  std::uint32_t links_found = 0;  // entries naming it (and "." / ".." for directories)
+  bool reached = false;
+};
+
+std::uint8_t FtypeOf(std::uint16_t mode) {
+  switch (mode & S_IFMT) {
+    case S_IFREG: return 8;   // DT_REG
+    case S_IFDIR: return 4;   // DT_DIR
+    case S_IFLNK: return 10;  // DT_LNK
+    case S_IFCHR: return 2;   // DT_CHR
+    case S_IFBLK: return 6;   // DT_BLK
+    case S_IFIFO: return 1;   // DT_FIFO
+    case S_IFSOCK: return 12; // DT_SOCK
+  }
+  return 0;
+}
+
+class Checker {
+ public:
+  Checker(BlockDevice* dev, const FsckOptions& o, FsckReport* r) : dev_(dev), o_(o), r_(r) {}
+
+  Status Run() {
+    WALFS_RETURN_IF_ERROR(ReadSuperblock());
+    CheckLog();
+    claimed_.assign(r_->sb.total_blocks, false);
+    for (std::uint64_t b = 0; b < r_->sb.data_start(); ++b) claimed_[b] = true;  // sb + log
+    r_->blocks_in_use = r_->sb.data_start();
+    ags_.resize(r_->sb.ag_count);
+    for (std::uint32_t agno = 0; agno < r_->sb.ag_count; ++agno) WALFS_RETURN_IF_ERROR(ScanAg(agno));
+    for (std::uint32_t agno = 0; agno < r_->sb.ag_count; ++agno) WALFS_RETURN_IF_ERROR(CompareBitmap(agno));
+    CheckTree();
+    CheckUnlinked();
+    WALFS_RETURN_IF_ERROR(CheckCounters());
+    return Status::Ok();
+  }
+
+ private:
+  struct AgState {
+    bool header_ok = false;
+    AgHeader header;
+    std::uint32_t free_inodes = 0;   // counted
+    std::uint32_t chunks = 0;        // counted
+    std::uint32_t free_blocks = 0;   // counted from the bitmap
+  };
+
+  void Problem(std::string message) { r_->problems.push_back({std::move(message), false}); }
+
+  Status ReadBlock(std::uint64_t blkno, std::vector<std::byte>* b) {
+    b->resize(r_->sb.block_size);
+    return dev_->Read(blkno * r_->sb.block_size, b->data(), b->size());
+  }
+
+  Status ReadSuperblock() {
+    std::vector<std::byte> b(kSuperSize);
+    WALFS_RETURN_IF_ERROR(dev_->Read(0, b.data(), b.size()));
+    WALFS_ASSIGN_OR_RETURN(r_->sb, DecodeSuperblock(b, dev_->size_bytes()));
+    r_->opened = true;
+    return Status::Ok();
+  }
+
+  void CheckLog() {
+    journal::RecoverOptions ro;
+    ro.log = journal::LogRegion{dev_, r_->sb.log_offset(), r_->sb.log_sectors()};
+    ro.metadata = dev_;
+    ro.max_inflight_sectors = journal::RecoveryWindowSectors(r_->sb.log_sectors());
+    ro.dry_run = !o_.replay;
+    auto rr = journal::RecoverLog(ro);
+    if (!rr.ok()) {
+      Problem(fmt::format("log: {}", rr.status().message()));
+      return;
+    }
+    r_->log_dirty = !rr->position.empty && !rr->position.clean && rr->transactions > 0;
+    if (r_->log_dirty && !o_.replay)
+      Problem(fmt::format("log: {} committed transactions are not replayed yet (run without -n)",
+                          rr->transactions));
+    r_->replayed = r_->log_dirty && o_.replay;
+  }
+
+  void Claim(std::uint64_t blkno, std::uint32_t count, const std::string& who) {
+    for (std::uint64_t b = blkno; b < blkno + count; ++b) {
+      if (b >= r_->sb.total_blocks) {
+        Problem(fmt::format("{} claims block {}, beyond the end of the filesystem", who, b));
+        return;
+      }
+      if (claimed_[b]) {
+        Problem(fmt::format("block {} is claimed twice (again by {})", b, who));
+        continue;
+      }
+      claimed_[b] = true;
+    }
+  }
+
+  Status ScanAg(std::uint32_t agno) {
+    const Superblock& sb = r_->sb;
+    AgState& ag = ags_[agno];
+    const std::uint64_t start = sb.AgStart(agno);
+    std::vector<std::byte> b;
+    WALFS_RETURN_IF_ERROR(ReadBlock(start, &b));
+    auto h = DecodeAgHeader(b, sb, agno);
+    if (!h.ok()) {
+      Problem(std::string(h.status().message()));
+    } else {
+      ag.header_ok = true;
+      ag.header = *h;
+    }
+    Claim(start, AgFirstFree(sb), fmt::format("AG {} metadata", agno));
+    for (std::uint32_t i = 0; i < sb.bitmap_blocks; ++i) {
+      WALFS_RETURN_IF_ERROR(ReadBlock(start + AgBitmapStart() + i, &b));
+      if (Status s = VerifyBitmapBlock(b, sb, agno, i); !s.ok()) Problem(std::string(s.message()));
+    }
+    for (std::uint32_t i = 0; i < sb.imap_blocks; ++i) {
+      WALFS_RETURN_IF_ERROR(ReadBlock(start + AgImapStart(sb) + i, &b));
+      if (Status s = VerifyImapBlock(b, sb, agno, i); !s.ok()) {
+        Problem(std::string(s.message()));
+        continue;
+      }
+      for (std::uint32_t slot = 0; slot < RecordsPerImapBlock(sb.block_size); ++slot) {
+        const ImapRecord rec = GetImapRecord(b, slot);
+        if (rec.start == 0) continue;
+        ++ag.chunks;
+        WALFS_RETURN_IF_ERROR(ScanChunk(agno, rec));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status ScanChunk(std::uint32_t agno, const ImapRecord& rec) {
+    const Superblock& sb = r_->sb;
+    const std::uint64_t first = sb.AgStart(agno) + rec.start;
+    Claim(first, sb.blocks_per_chunk(), fmt::format("the inode chunk at block {}", first));
+    std::vector<std::byte> b;
+    for (std::uint32_t bi = 0; bi < sb.blocks_per_chunk(); ++bi) {
+      WALFS_RETURN_IF_ERROR(ReadBlock(first + bi, &b));
+      for (std::uint32_t s = 0; s < sb.inodes_per_block(); ++s) {
+        const std::uint32_t index = bi * sb.inodes_per_block() + s;
+        const std::uint64_t ino = (first + bi) * sb.inodes_per_block() + s;
+        const bool map_free = (rec.free_mask >> index) & 1u;
+        if (map_free) ++ags_[agno].free_inodes;
+        auto inode = DecodeInode(std::span<const std::byte>(b).subspan(std::size_t{s} * kInodeSize,
+                                                                      kInodeSize),
+                                 ino);
+        if (!inode.ok()) {
+          Problem(std::string(inode.status().message()));
+          continue;
+        }
+        if (inode->free() != map_free) {
+          Problem(fmt::format("inode {} is {} but the inode map says {}", ino,
+                              inode->free() ? "free" : "in use", map_free ? "free" : "in use"));
+        }
+        if (inode->free()) continue;
+        ++r_->inodes_in_use;
+        InodeInfo& info = inodes_[ino];
+        info.mode = inode->mode;
+        info.nlink = inode->nlink;
+        info.next_unlinked = inode->next_unlinked;
+        const std::uint32_t data_room = inode->fork_off ? inode->fork_off : kLiteralSize;
+        if (inode->format == ForkFormat::kExtents) {
+          std::uint64_t blocks = 0;
+          for (std::uint32_t e = 0; e < inode->nextents; ++e) {
+            const Extent x = DecodeExtent(inode->literal.data() + std::size_t{e} * kExtentSize);
+            Claim(x.disk_block, x.length, fmt::format("inode {}", ino));
+            blocks += x.length;
+          }
+          if (blocks > inode->nblocks)
+            Problem(fmt::format("inode {} maps {} blocks but counts {}", ino, blocks, inode->nblocks));
+        } else if (inode->format == ForkFormat::kBtree) {
+          Problem(fmt::format("inode {}: extent B+trees are not checked by this fsck", ino));
+        }
+        if (S_ISDIR(inode->mode)) {
+          ++r_->directories;
+          if (inode->format == ForkFormat::kLocal) {
+            const std::string_view data =
+                std::string_view(inode->literal).substr(0, std::min<std::uint64_t>(inode->size, data_room));
+            if (Status st = DecodeLocalDir(data, &info.parent, &info.entries); !st.ok())
+              Problem(fmt::format("directory {}: {}", ino, st.message()));
+            else
+              info.entries_known = true;
+          } else {
+            Problem(fmt::format("directory {}: {} format directories are not checked by this fsck",
+                                ino, ForkFormatName(inode->format)));
+          }
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status CompareBitmap(std::uint32_t agno) {
+    const Superblock& sb = r_->sb;
+    const std::uint64_t start = sb.AgStart(agno);
+    const std::uint32_t len = sb.AgLength(agno);
+    const std::uint64_t bits = BitsPerBitmapBlock(sb.block_size);
+    std::vector<std::byte> b;
+    std::uint64_t leaked = 0, unmarked = 0, first_leak = 0, first_unmarked = 0;
+    for (std::uint32_t i = 0; i < sb.bitmap_blocks; ++i) {
+      WALFS_RETURN_IF_ERROR(ReadBlock(start + AgBitmapStart() + i, &b));
+      for (std::uint64_t bit = 0; bit < bits; ++bit) {
+        const std::uint64_t agblock = std::uint64_t{i} * bits + bit;
+        const bool used = BitmapTest(b, bit);
+        if (agblock >= len) {
+          if (!used) Problem(fmt::format("AG {} bitmap: block {} past the AG's end is free", agno, agblock));
+          continue;
+        }
+        const bool claimed = claimed_[start + agblock];
+        if (!used) ++ags_[agno].free_blocks;
+        if (used && !claimed && leaked++ == 0) first_leak = start + agblock;
+        if (!used && claimed && unmarked++ == 0) first_unmarked = start + agblock;
+        if (used) ++r_->blocks_in_use;
+      }
+    }
+    if (leaked)
+      Problem(fmt::format("AG {}: {} blocks are in use in the bitmap but owned by nothing (first {})",
+                          agno, leaked, first_leak));
+    if (unmarked)
+      Problem(fmt::format("AG {}: {} blocks are in use but free in the bitmap (first {})", agno,
+                          unmarked, first_unmarked));
+    return Status::Ok();
+  }
+
+  void CheckTree() {
+    const std::uint64_t root = r_->sb.root_ino;
+    auto it = inodes_.find(root);
+    if (it == inodes_.end() || !S_ISDIR(it->second.mode)) {
+      Problem(fmt::format("the root inode {} is not an allocated directory", root));
+      return;
+    }
+    std::deque<std::uint64_t> queue{root};
+    it->second.reached = true;
+    it->second.links_found += 1;  // the root's ".." is itself
+    while (!queue.empty()) {
+      const std::uint64_t dir = queue.front();
+      queue.pop_front();
+      InodeInfo& d = inodes_[dir];
+      d.links_found += 1;  // "."
+      if (!d.entries_known) continue;
+      if (dir == root && d.parent != root)
+        Problem(fmt::format("the root directory's parent is {}, not itself", d.parent));
+      std::map<std::string, int> names;
+      for (const DirEntry& e : d.entries) {
+        if (++names[e.name] == 2) Problem(fmt::format("directory {} holds \"{}\" twice", dir, e.name));
+        auto t = inodes_.find(e.ino);
+        if (t == inodes_.end()) {
+          Problem(fmt::format("directory {}: \"{}\" names inode {}, which is not in use", dir,
+                              e.name, e.ino));
+          continue;
+        }
+        InodeInfo& target = t->second;
+        if (FtypeOf(target.mode) != e.ftype)
+          Problem(fmt::format("directory {}: \"{}\" says file type {} but inode {} has mode {:o}",
+                              dir, e.name, e.ftype, e.ino, target.mode));
+        target.links_found += 1;
+        if (S_ISDIR(target.mode)) {
+          if (target.reached) {
+            Problem(fmt::format("directory {} is reached twice (again as \"{}\" in {})", e.ino,
+                                e.name, dir));
+            continue;
+          }
+          if (target.entries_known && target.parent != dir)
+            Problem(fmt::format("directory {} (\"{}\" in {}) says its parent is {}", e.ino, e.name,
+                                dir, target.parent));
+          d.links_found += 1;  // the child's ".."
+          queue.push_back(e.ino);
+        }
+        target.reached = true;
+      }
+    }
+  }
+
+  void CheckUnlinked() {
+    const Superblock& sb = r_->sb;
+    std::unordered_map<std::uint64_t, bool> on_list;
+    for (std::uint32_t agno = 0; agno < sb.ag_count; ++agno) {
+      if (!ags_[agno].header_ok) continue;
+      std::uint64_t ino = ags_[agno].header.unlinked_head;
+      for (std::uint64_t steps = 0; ino != 0; ++steps) {
+        auto it = inodes_.find(ino);
+        if (it == inodes_.end()) {
+          Problem(fmt::format("AG {} unlinked list: inode {} is not in use", agno, ino));
+          break;
+        }
+        if (on_list[ino]) {
+          Problem(fmt::format("AG {} unlinked list loops at inode {}", agno, ino));
+          break;
+        }
+        on_list[ino] = true;
+        if (it->second.nlink != 0)
+          Problem(fmt::format("inode {} is on the unlinked list with {} links", ino, it->second.nlink));
+        ino = it->second.next_unlinked;
+      }
+    }
+    for (auto& [ino, info] : inodes_) {
+      if (!info.reached) {
+        if (!on_list[ino])
+          Problem(fmt::format("inode {} (mode {:o}, {} links) is in no directory and on no unlinked "
+                              "list",
+                              ino, info.mode, info.nlink));
+        continue;
+      }
+      if (info.links_found != info.nlink)
+        Problem(fmt::format("inode {} has link count {} but {} links were found", ino, info.nlink,
+                            info.links_found));
+    }
+  }
+
+  Status CheckCounters() {
+    const Superblock& sb = r_->sb;
+    std::uint64_t free_total = 0, icount = 0, ifree = 0;
+    bool all_ok = true;
+    std::vector<std::byte> b;
+    for (std::uint32_t agno = 0; agno < sb.ag_count; ++agno) {
+      AgState& ag = ags_[agno];
+      const std::uint32_t counted_icount = ag.chunks * sb.inodes_per_chunk;
+      free_total += ag.free_blocks;
+      icount += counted_icount;
+      ifree += ag.free_inodes;
+      if (!ag.header_ok) {
+        all_ok = false;
+        continue;
+      }
+      AgHeader want = ag.header;
+      want.free_blocks = ag.free_blocks;
+      want.icount = counted_icount;
+      want.ifree = ag.free_inodes;
+      want.chunks = ag.chunks;
+      if (want.free_blocks == ag.header.free_blocks && want.icount == ag.header.icount &&
+          want.ifree == ag.header.ifree && want.chunks == ag.header.chunks)
+        continue;
+      FsckProblem p{fmt::format("AG {} counters: free {} inodes {} free inodes {} chunks {}; "
+                                "counted {} {} {} {}",
+                                agno, ag.header.free_blocks, ag.header.icount, ag.header.ifree,
+                                ag.header.chunks, want.free_blocks, want.icount, want.ifree,
+                                want.chunks),
+                    false};
+      if (o_.repair) {
+        b.assign(sb.block_size, std::byte{0});
+        EncodeAgHeader(want, sb, b);
+        WALFS_RETURN_IF_ERROR(dev_->Write(sb.AgStart(agno) * sb.block_size, b.data(), b.size()));
+        p.repaired = true;
+      }
+      r_->problems.push_back(std::move(p));
+    }
+    // The lazy counters are only exact for a clean image (or once replayed).
+    if (all_ok && (sb.clean() || r_->replayed) &&
+        (sb.free_blocks != free_total || sb.icount != icount || sb.ifree != ifree)) {
+      FsckProblem p{fmt::format("superblock counters: free {} inodes {} free inodes {}; counted "
+                                "{} {} {}",
+                                sb.free_blocks, sb.icount, sb.ifree, free_total, icount, ifree),
+                    false};
+      if (o_.repair) {
+        Superblock fixed = sb;
+        fixed.free_blocks = free_total;
+        fixed.icount = icount;
+        fixed.ifree = ifree;
+        b.assign(sb.block_size, std::byte{0});
+        EncodeSuperblock(fixed, b);
+        WALFS_RETURN_IF_ERROR(dev_->Write(0, b.data(), b.size()));
+        p.repaired = true;
+      }
+      r_->problems.push_back(std::move(p));
+    }
+    if (o_.repair) WALFS_RETURN_IF_ERROR(dev_->Flush());
+    return Status::Ok();
+  }
+
+  BlockDevice* dev_;
+  const FsckOptions o_;
+  FsckReport* r_;
+  std::vector<bool> claimed_;
+  std::vector<AgState> ags_;
+  std::unordered_map<std::uint64_t, InodeInfo> inodes_;
+};
+
+}  // namespace
+
+Result<FsckReport> CheckImage(BlockDevice* device, const FsckOptions& options) {
+  FsckReport r;
+  Checker c(device, options, &r);
+  Status s = c.Run();
+  if (!s.ok() && !r.opened) return s;
+  if (!s.ok()) r.problems.push_back({fmt::format("the check stopped: {}", s.ToString()), false});
+  return r;
+}
+
+}  // namespace walfs::fs

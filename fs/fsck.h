@@ -1,0 +1,66 @@
+// Checking an image (fsck.walfs): everything the format lets a checker
+// cross-check, reported one problem a line.
+//
+//   FsckReport r = CheckImage(dev, {.repair = false});
+//   for (const FsckProblem& p : r.problems) fmt::print("{}\n", p.message);
+//
+// What is checked, in order (docs/disk_format.md):
+//   1. the superblock decodes and fits the device; a dirty log is replayed
+//      first (unless `replay` is off, when it is reported instead);
+//   2. each AG: header, bitmap and inode map blocks verify;
+//   3. each inode chunk: every inode decodes; the map's free mask agrees
+//      with which inodes are in use;
+//   4. block ownership: AG metadata, inode chunks and every extent of every
+//      inode claim blocks; a block claimed twice, claimed but free in the
+//      bitmap, or in use in the bitmap but claimed by nothing is reported;
+//   5. the directory tree from the root: entries point at in-use inodes of
+//      the type they say, ".." is right, every directory is reached once;
+//      link counts match the entries (a directory has 2 + its subdirectories);
+//      in-use inodes nothing reaches are reported unless on an unlinked list;
+//   6. the AG unlinked lists: in-use inodes with no links, no cycles;
+//   7. counters: AG free blocks, inode and free inode counts, and (for a
+//      clean image) the superblock's lazy counters.
+// With `repair`, counters that disagree are rewritten from what was
+// counted (the only repair that is always safe); everything else is left
+// and reported.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/block_device.h"
+#include "base/status.h"
+#include "fs/format/superblock_format.h"
+
+namespace walfs::fs {
+
+struct FsckOptions {
+  bool replay = true;   // replay a dirty log first (fsck without -n)
+  bool repair = false;  // rewrite counters that disagree (-y)
+};
+
+struct FsckProblem {
+  std::string message;
+  bool repaired = false;
+};
+
+struct FsckReport {
+  bool opened = false;          // the superblock decoded
+  format::Superblock sb;
+  bool log_dirty = false;       // the log needed (or, with replay, got) recovery
+  bool replayed = false;
+  std::uint64_t inodes_in_use = 0;
+  std::uint64_t directories = 0;
+  std::uint64_t blocks_in_use = 0;
+  std::vector<FsckProblem> problems;
+
+  std::size_t unrepaired() const;
+  // e2fsck's exit codes: 0 clean, 1 errors fixed, 4 errors left, 8 the check
+  // could not run (e.g. not a walfs image, I/O error).
+  int ExitCode() const;
+};
+
+Result<FsckReport> CheckImage(BlockDevice* device, const FsckOptions& options);
+
+}  // namespace walfs::fs

@@ -1,0 +1,170 @@
+// Specs of fsck: a fresh image is clean, and each class of damage it can
+// see is reported (and, for counters, repaired with -y).
+#include "fs/fsck.h"
+
+#include <sys/stat.h>
+
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "base/block_device_memory.h"
+#include "fs/format/ag_format.h"
+#include "fs/format/inode_format.h"
+#include "fs/mkfs.h"
+
+namespace walfs::fs {
+namespace {
+
+using namespace format;  // NOLINT(build/namespaces)
+
+class Fsck : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto made = MakeFilesystem(&dev_, {.ag_count = 2});
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+    sb_ = *made;
+  }
+  std::vector<std::byte> Read(std::uint64_t blkno) {
+    std::vector<std::byte> b(sb_.block_size);
+    EXPECT_TRUE(dev_.Read(blkno * sb_.block_size, b.data(), b.size()).ok());
+    return b;
+  }
+  void Write(std::uint64_t blkno, const std::vector<std::byte>& b) {
+    ASSERT_TRUE(dev_.Write(blkno * sb_.block_size, b.data(), b.size()).ok());
+  }
+  FsckReport Check(FsckOptions o = {}) {
+    auto r = CheckImage(&dev_, o);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : FsckReport{};
+  }
+  // True if some problem mentions `what`.
+  static bool Says(const FsckReport& r, std::string_view what) {
+    for (const auto& p : r.problems)
+      if (p.message.find(what) != std::string::npos) return true;
+    return false;
+  }
+  static std::string All(const FsckReport& r) {
+    std::string s;
+    for (const auto& p : r.problems) s += p.message + "\n";
+    return s;
+  }
+  // Rewrites the root inode through `change`.
+  template <typename F>
+  void ChangeRoot(F change) {
+    const std::uint64_t blk = sb_.root_ino / sb_.inodes_per_block();
+    const std::size_t off = (sb_.root_ino % sb_.inodes_per_block()) * kInodeSize;
+    auto b = Read(blk);
+    auto n = DecodeInode(std::span<const std::byte>(b).subspan(off, kInodeSize), sb_.root_ino);
+    ASSERT_TRUE(n.ok());
+    InodeCore root = *n;
+    change(&root);
+    EncodeInode(root, std::span<std::byte>(b).subspan(off, kInodeSize));
+    Write(blk, b);
+  }
+
+  MemoryDevice dev_{64ull << 20};
+  Superblock sb_;
+};
+
+TEST_F(Fsck, AFreshImageIsClean) {
+  FsckReport r = Check();
+  EXPECT_TRUE(r.problems.empty()) << All(r);
+  EXPECT_EQ(r.ExitCode(), 0);
+  EXPECT_EQ(r.inodes_in_use, 1u);
+  EXPECT_EQ(r.directories, 1u);
+}
+
+TEST_F(Fsck, NotAWalfsImageCannotBeChecked) {
+  std::vector<std::byte> zero(sb_.block_size);
+  Write(0, zero);
+  auto r = CheckImage(&dev_, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("not a walfs image"), std::string_view::npos);
+}
+
+TEST_F(Fsck, WrongAgCountersAreReportedAndRepairedWithYes) {
+  auto b = Read(sb_.AgStart(1));
+  auto h = DecodeAgHeader(b, sb_, 1);
+  ASSERT_TRUE(h.ok());
+  h->free_blocks -= 5;
+  EncodeAgHeader(*h, sb_, b);
+  Write(sb_.AgStart(1), b);
+  FsckReport r = Check({.replay = false});
+  EXPECT_TRUE(Says(r, "AG 1 counters")) << All(r);
+  EXPECT_EQ(r.ExitCode(), 4);
+  FsckReport fixed = Check({.repair = true});
+  EXPECT_EQ(fixed.ExitCode(), 1) << All(fixed);
+  EXPECT_EQ(Check().ExitCode(), 0);
+}
+
+TEST_F(Fsck, ABitmapThatFreesUsedBlocksIsReported) {
+  const std::uint64_t blk = sb_.AgStart(0) + AgBitmapStart();
+  auto b = Read(blk);
+  BitmapSet(b, 0, false);  // the AG header's own block, marked free
+  SealBlock(b);
+  Write(blk, b);
+  FsckReport r = Check();
+  EXPECT_TRUE(Says(r, "in use but free in the bitmap")) << All(r);
+  EXPECT_EQ(r.ExitCode(), 4);
+}
+
+TEST_F(Fsck, ABitmapThatLeaksBlocksIsReported) {
+  const std::uint64_t blk = sb_.AgStart(1) + AgBitmapStart();
+  auto b = Read(blk);
+  BitmapSet(b, AgFirstFree(sb_) + 100, true);  // in use, owned by nothing
+  SealBlock(b);
+  Write(blk, b);
+  FsckReport r = Check();
+  EXPECT_TRUE(Says(r, "owned by nothing")) << All(r);
+}
+
+TEST_F(Fsck, DamagedMetadataBlocksAreNamed) {
+  auto b = Read(sb_.AgStart(1) + AgImapStart(sb_));
+  b[200] ^= std::byte{1};
+  Write(sb_.AgStart(1) + AgImapStart(sb_), b);
+  FsckReport r = Check();
+  EXPECT_TRUE(Says(r, "inode map block")) << All(r);
+  EXPECT_TRUE(Says(r, "CRC")) << All(r);
+}
+
+TEST_F(Fsck, AnInodeMapThatDisagreesWithTheInodesIsReported) {
+  const std::uint64_t blk = sb_.AgStart(0) + AgImapStart(sb_);
+  auto b = Read(blk);
+  ImapRecord rec = GetImapRecord(b, 0);
+  rec.free_mask |= 1;  // the root, marked free
+  rec.free_count += 1;
+  PutImapRecord(b, 0, rec);
+  SealBlock(b);
+  Write(blk, b);
+  FsckReport r = Check();
+  EXPECT_TRUE(Says(r, "inode map says free")) << All(r);
+}
+
+TEST_F(Fsck, AWrongLinkCountIsReported) {
+  ChangeRoot([](InodeCore* n) { n->nlink = 3; });
+  FsckReport r = Check();
+  EXPECT_TRUE(Says(r, "link count 3 but 2 links")) << All(r);
+}
+
+TEST_F(Fsck, AnEntryNamingAFreeInodeIsReported) {
+  ChangeRoot([this](InodeCore* n) {
+    n->literal = EncodeLocalDir(sb_.root_ino, {{sb_.root_ino + 1, 8, "ghost"}});
+    n->size = n->literal.size();
+  });
+  FsckReport r = Check();
+  EXPECT_TRUE(Says(r, "\"ghost\" names inode")) << All(r);
+}
+
+TEST_F(Fsck, ADamagedRootIsReported) {
+  const std::uint64_t blk = sb_.root_ino / sb_.inodes_per_block();
+  auto b = Read(blk);
+  b[(sb_.root_ino % sb_.inodes_per_block()) * kInodeSize + 30] ^= std::byte{1};
+  Write(blk, b);
+  FsckReport r = Check();
+  EXPECT_TRUE(Says(r, "CRC mismatch")) << All(r);
+  EXPECT_TRUE(Says(r, "root inode")) << All(r);
+}
+
+}  // namespace
+}  // namespace walfs::fs
