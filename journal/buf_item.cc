@@ -37,7 +37,7 @@ BufLogItem::BufLogItem(const BufLogItemOptions& options)
       blkno_(options.blkno),
       block_size_(options.block_size),
       lsn_offset_(options.lsn_offset),
-      block_(NewBlock()),
+      block_storage_(NewBlock()),
       dirty_(BufMapWords(options.block_size)),
       redirtied_(BufMapWords(options.block_size)),
       snapshot_(NewBlock()) {
@@ -75,7 +75,7 @@ Status BufLogItem::Read() {
     MutexLock l(&mu_);
     WALFS_CHECK_MSG(!flushing_, "reading a buffer while its writeback is in flight");
   }
-  return device_->Read(blkno_ * block_size_, block_.get(), block_size_);
+  return device_->Read(blkno_ * block_size_, block_, block_size_);
 }
 
 void BufLogItem::LogRange(std::uint32_t first_byte, std::uint32_t last_byte) {
@@ -121,7 +121,7 @@ bool BufLogItem::Format(std::string* out) {
   f.data.reserve(std::size_t{CountChunks(f.chunk_map)} * kBufChunkSize);
   for (std::uint32_t c = 0; c < BufChunks(block_size_); ++c) {
     if (ChunkSet(f.chunk_map, c))
-      f.data.append(reinterpret_cast<const char*>(block_.get()) + std::size_t{c} * kBufChunkSize,
+      f.data.append(reinterpret_cast<const char*>(block_) + std::size_t{c} * kBufChunkSize,
                     kBufChunkSize);
   }
   EncodeBufLog(f, out);
@@ -156,8 +156,8 @@ PushResult BufLogItem::Push() {
     } else {
       // The stamp says "every change logged up to checkpoint `lsn` is in
       // this block": recovery skips those versions (buf_log_format.h).
-      StampBufLsn({block_.get(), block_size_}, lsn_offset_, lsn);
-      std::memcpy(snapshot_.get(), block_.get(), block_size_);
+      StampBufLsn({block_, block_size_}, lsn_offset_, lsn);
+      std::memcpy(snapshot_.get(), block_, block_size_);
       std::fill(redirtied_.begin(), redirtied_.end(), 0u);
       req = IoRequest::Write(blkno_ * block_size_, snapshot_.get(), block_size_, 0,
                              [this](Status s) { WriteDone(std::move(s)); });

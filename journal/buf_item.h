@@ -101,8 +101,8 @@ class BufLogItem final : public LogItem {
   // Loads the block from the device (before its first use; not while a
   // writeback is in flight).
   Status Read() REQUIRES(lock_);
-  std::span<std::byte> data() REQUIRES(lock_) { return {block_.get(), block_size_}; }
-  std::span<const std::byte> data() const REQUIRES(lock_) { return {block_.get(), block_size_}; }
+  std::span<std::byte> data() REQUIRES(lock_) { return {block_, block_size_}; }
+  std::span<const std::byte> data() const REQUIRES(lock_) { return {block_, block_size_}; }
 
   // Marks bytes [first_byte, last_byte] changed (last_byte < block_size).
   // Logging a cancelled block means it was allocated again: the cancel is
@@ -145,7 +145,8 @@ class BufLogItem final : public LogItem {
 
   // Lock order: (Ail::mu_, when Push() is called) before lock_ before mu_.
   BufferLock lock_;
-  Bytes block_ PT_GUARDED_BY(lock_);
+  const Bytes block_storage_;
+  std::byte* const block_ PT_GUARDED_BY(lock_) = block_storage_.get();
   bool cancelled_ GUARDED_BY(lock_) = false;
 
   // Writeback state and the dirty map.  A mutex of their own, not the buffer

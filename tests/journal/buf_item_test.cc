@@ -18,6 +18,8 @@
 #include "base/block_device_worker.h"
 #include "base/coding.h"
 #include "journal/ail.h"
+#include "journal/log.h"
+#include "journal/transaction.h"
 #include "tests/journal/space_test_util.h"
 
 namespace walfs::journal {
@@ -337,6 +339,12 @@ class BufLogItemTest : public ::testing::Test {
     item->LogRange(first, last);
     item->Unlock();
   }
+  // Waits for the item's writeback to complete.  in_ail() is read without
+  // the AIL lock, so a test reads it only after this, which orders it after
+  // the completion's DeleteIfLsn.
+  static void WaitWriteback(BufLogItem* item) {
+    ASSERT_TRUE(Eventually([&] { return !item->flushing(); }));
+  }
   static std::string FormatOf(BufLogItem* item) {
     std::string out;
     item->Lock();
@@ -365,7 +373,7 @@ TEST_F(BufLogItemTest, ReadLoadsTheBlockFromItsOffset) {
   ASSERT_TRUE(disk_.Write(3 * kBlock, content.data(), kBlock).ok());
   BufLogItem* item = NewItem(&disk_, 3);
   item->Lock();
-  ASSERT_TRUE(item->Read().ok());
+  EXPECT_TRUE(item->Read().ok());
   EXPECT_EQ(item->data()[0], std::byte{0x5A});
   EXPECT_EQ(item->data()[kBlock - 1], std::byte{0x5A});
   item->Unlock();
@@ -407,7 +415,8 @@ TEST_F(BufLogItemTest, FormatCarriesTheDirtyChunksAndAccumulatesUntilWriteback) 
 
   Insert(item, MakeLsn(1, 10));
   ASSERT_EQ(item->Push(), PushResult::kSuccess);
-  ASSERT_TRUE(Eventually([&] { return !item->in_ail(); }));
+  WaitWriteback(item);
+  EXPECT_FALSE(item->in_ail());
   EXPECT_EQ(FormatOf(item), "");  // everything is on disk now
 }
 
@@ -428,7 +437,8 @@ TEST_F(BufLogItemTest, PushWritesTheStampedBlockAndLeavesTheAil) {
   Insert(item, MakeLsn(1, 10));
   EXPECT_EQ(ail_->tail_lsn(), MakeLsn(1, 10));
   ASSERT_EQ(item->Push(), PushResult::kSuccess);
-  ASSERT_TRUE(Eventually([&] { return !item->in_ail(); }));
+  WaitWriteback(item);
+  EXPECT_FALSE(item->in_ail());
   EXPECT_EQ(ail_->tail_lsn(), MakeLsn(1, 100));  // an empty AIL's tail is its head
   const std::vector<std::byte> b = Block(&disk_, 2);
   EXPECT_EQ(BufStampedLsn(b, kLsnOffset), MakeLsn(1, 10));
@@ -448,7 +458,8 @@ TEST_F(BufLogItemTest, ASecondPushWhileTheWriteIsInFlightSaysFlushing) {
   EXPECT_EQ(item->Push(), PushResult::kFlushing);
   EXPECT_TRUE(item->in_ail());
   gate.Open();
-  ASSERT_TRUE(Eventually([&] { return !item->in_ail() && !item->flushing(); }));
+  WaitWriteback(item);
+  EXPECT_FALSE(item->in_ail());
 }
 
 TEST_F(BufLogItemTest, AnItemReloggedDuringItsWritebackStaysInTheAilWithItsNewChanges) {
@@ -477,7 +488,8 @@ TEST_F(BufLogItemTest, AnItemReloggedDuringItsWritebackStaysInTheAilWithItsNewCh
   EXPECT_EQ(Block(&disk_, 2)[1200], std::byte{0});
 
   ASSERT_EQ(item->Push(), PushResult::kSuccess);
-  ASSERT_TRUE(Eventually([&] { return !item->in_ail(); }));
+  WaitWriteback(item);
+  EXPECT_FALSE(item->in_ail());
   EXPECT_EQ(Block(&disk_, 2)[1200], std::byte{'c'});
   EXPECT_EQ(BufStampedLsn(Block(&disk_, 2), kLsnOffset), MakeLsn(1, 20));
 }
@@ -488,7 +500,7 @@ TEST_F(BufLogItemTest, ACancelledItemLogsACancelAndLeavesWithoutWriting) {
   item->Lock();
   item->MarkCancelled();
   std::string body;
-  ASSERT_TRUE(item->Format(&body));
+  EXPECT_TRUE(item->Format(&body));
   item->Unlock();
   Result<BufLogFormat> f = DecodeBufLog(body);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
@@ -498,7 +510,8 @@ TEST_F(BufLogItemTest, ACancelledItemLogsACancelAndLeavesWithoutWriting) {
 
   Insert(item, MakeLsn(1, 10));
   ASSERT_EQ(item->Push(), PushResult::kSuccess);
-  ASSERT_TRUE(Eventually([&] { return !item->in_ail() && !item->flushing(); }));
+  WaitWriteback(item);
+  EXPECT_FALSE(item->in_ail());
   EXPECT_EQ(disk_.stats().writes, 0u);
   EXPECT_EQ(Block(&disk_, 4), std::vector<std::byte>(kBlock));
 }
@@ -535,7 +548,8 @@ TEST_F(BufLogItemTest, AWriteErrorCallsTheErrorHookAndKeepsTheItem) {
   EXPECT_EQ(Block(&disk_, 3)[0], std::byte{0});
 
   ASSERT_EQ(item->Push(), PushResult::kSuccess);  // a retry, once the fault is gone
-  ASSERT_TRUE(Eventually([&] { return !item->in_ail(); }));
+  WaitWriteback(item);
+  EXPECT_FALSE(item->in_ail());
   EXPECT_EQ(errors.load(), 1);
   EXPECT_EQ(Block(&disk_, 3)[0], std::byte{'a'});
 }
@@ -576,6 +590,44 @@ TEST_F(BufLogItemTest, ThePusherDrivesWritebackThroughTheAil) {
     EXPECT_EQ(BufStampedLsn(blk, kLsnOffset), MakeLsn(1, static_cast<std::uint32_t>(10 + b)));
   }
   ail_->Stop();
+}
+
+// Pinning belongs to the CIL, so this one runs in a whole Log: a committed
+// change is pinned until its checkpoint is on disk, and Push() says so.
+TEST(BufLogItemInALog, ACommittedItemIsPinnedUntilItsCheckpointIsOnDisk) {
+  constexpr std::uint32_t kLogSectors = 4096;
+  constexpr std::uint64_t kLogOffset = 16 * kBlock;
+  MemoryDevice dev(kLogOffset + std::uint64_t{kLogSectors} * kLogSectorSize);
+  LogOptions o;
+  o.device = &dev;
+  o.log_offset = kLogOffset;
+  o.log_sectors = kLogSectors;
+  Result<std::unique_ptr<Log>> log = Log::Open(o);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  {
+    BufLogItem item({.device = &dev, .blkno = 2, .lsn_offset = kLsnOffset,
+                     .ail = &(*log)->ail()});
+    Result<Transaction> tx = Transaction::Begin(log->get(), TransType::kSetattr);
+    ASSERT_TRUE(tx.ok()) << tx.status().ToString();
+    item.Lock();
+    std::memset(item.data().data() + 100, 'p', 50);
+    item.LogRange(100, 149);
+    tx->Join(&item);
+    Result<std::uint64_t> seq = tx->Commit();
+    item.Unlock();
+    ASSERT_TRUE(seq.ok()) << seq.status().ToString();
+    EXPECT_TRUE(item.pinned());
+    EXPECT_EQ(item.Push(), PushResult::kPinned);
+    EXPECT_EQ(dev.Contents()[2 * kBlock + 100], std::byte{0});
+
+    ASSERT_TRUE((*log)->Force(*seq).ok());
+    EXPECT_TRUE(Eventually([&] { return !item.pinned(); }));
+    ASSERT_TRUE((*log)->Close().ok());  // the AIL writes the block back
+    EXPECT_FALSE(item.in_ail());
+  }
+  const std::vector<std::byte> image = dev.Contents();
+  EXPECT_EQ(image[2 * kBlock + 100], std::byte{'p'});
+  EXPECT_NE(BufStampedLsn({image.data() + 2 * kBlock, kBlock}, kLsnOffset), kNullLsn);
 }
 
 }  // namespace
