@@ -13,6 +13,7 @@
 
 #include "fs/format/ag_format.h"
 #include "fs/format/block_header.h"
+#include "fs/format/block_types.h"
 #include "fs/format/inode_format.h"
 #include "journal/log.h"
 #include "journal/log_recover.h"
@@ -107,6 +108,7 @@ class Checker {
     ro.metadata = dev_;
     ro.max_inflight_sectors = journal::RecoveryWindowSectors(r_->sb.log_sectors());
     ro.dry_run = !o_.replay;
+    ro.seal = SealMetadataBlock;
     auto rr = journal::RecoverLog(ro);
     if (!rr.ok()) {
       Problem(fmt::format("log: {}", rr.status().message()));

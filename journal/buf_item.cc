@@ -37,6 +37,8 @@ BufLogItem::BufLogItem(const BufLogItemOptions& options)
       blkno_(options.blkno),
       block_size_(options.block_size),
       lsn_offset_(options.lsn_offset),
+      type_(options.type),
+      seal_(options.seal),
       block_storage_(NewBlock()),
       dirty_(BufMapWords(options.block_size)),
       redirtied_(BufMapWords(options.block_size)),
@@ -110,6 +112,7 @@ bool BufLogItem::Format(std::string* out) {
   f.blkno = blkno_;
   f.block_size = block_size_;
   f.lsn_offset = lsn_offset_;
+  f.type = type_;
   if (cancelled_) {
     f.flags = kBufCancel;
     f.chunk_map.assign(BufMapWords(block_size_), 0u);
@@ -158,6 +161,7 @@ PushResult BufLogItem::Push() {
       // this block": recovery skips those versions (buf_log_format.h).
       StampBufLsn({block_, block_size_}, lsn_offset_, lsn);
       std::memcpy(snapshot_.get(), block_, block_size_);
+      if (seal_) seal_({snapshot_.get(), block_size_});
       std::fill(redirtied_.begin(), redirtied_.end(), 0u);
       req = IoRequest::Write(blkno_ * block_size_, snapshot_.get(), block_size_, 0,
                              [this](Status s) { WriteDone(std::move(s)); });

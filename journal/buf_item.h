@@ -67,6 +67,12 @@ struct BufLogItemOptions {
   // kBufNoLsn: recovery then always replays its logged versions.
   std::uint32_t lsn_offset = kBufNoLsn;
   Ail* ail = nullptr;  // required
+  // The block's type, logged with it (BufLogFormat::type), and the hook that
+  // recomputes its checksums (and anything else derived from its bytes) on
+  // the snapshot written back, after the LSN stamp.  Recovery calls the
+  // same hook, by type, on the blocks it replays (RecoverOptions::seal).
+  std::uint8_t type = 0;
+  std::function<void(std::span<std::byte>)> seal{};
   // Called, on the device's completion thread, when a writeback fails; the
   // log shuts down.  The item stays in the AIL.
   std::function<void(Status)> on_error{};
@@ -124,6 +130,7 @@ class BufLogItem final : public LogItem {
   std::uint64_t blkno() const { return blkno_; }
   std::uint32_t block_size() const { return block_size_; }
   std::uint32_t lsn_offset() const { return lsn_offset_; }
+  std::uint8_t buf_type() const { return type_; }
   bool flushing() const EXCLUDES(mu_);
 
  private:
@@ -142,6 +149,8 @@ class BufLogItem final : public LogItem {
   const std::uint64_t blkno_;
   const std::uint32_t block_size_;
   const std::uint32_t lsn_offset_;
+  const std::uint8_t type_;
+  const std::function<void(std::span<std::byte>)> seal_;
 
   // Lock order: (Ail::mu_, when Push() is called) before lock_ before mu_.
   BufferLock lock_;

@@ -59,7 +59,8 @@ void EncodeBufLog(const BufLogFormat& f, std::string* out) {
   const std::string why = Malformed(f);
   WALFS_CHECK_MSG(why.empty(), why.c_str());
   PutFixed16(out, kBufLogMagic);
-  PutFixed16(out, f.flags);
+  out->push_back(static_cast<char>(f.flags));
+  out->push_back(static_cast<char>(f.type));
   PutFixed64(out, f.blkno);
   PutFixed32(out, f.block_size);
   PutFixed32(out, f.lsn_offset);
@@ -83,11 +84,12 @@ Result<BufLogFormat> DecodeBufLog(std::string_view body) {
   if (const std::uint16_t magic = DecodeFixed16(p + kOffMagic); magic != kBufLogMagic)
     return bad(fmt::format("magic {:#06x} is not {:#06x}", magic, kBufLogMagic));
   BufLogFormat f;
-  f.flags = DecodeFixed16(p + kOffFlags);
+  f.flags = static_cast<std::uint8_t>(p[kOffFlags]);
+  f.type = static_cast<std::uint8_t>(p[kOffFlags + 1]);
   f.blkno = DecodeFixed64(p + kOffBlkno);
   f.block_size = DecodeFixed32(p + kOffBlockSize);
   f.lsn_offset = DecodeFixed32(p + kOffLsnOffset);
-  if (f.flags & ~kBufKnownFlags) return bad(fmt::format("unknown flags {:#06x}", f.flags));
+  if (f.flags & ~kBufKnownFlags) return bad(fmt::format("unknown flags {:#04x}", f.flags));
   if (!ValidBufBlockSize(f.block_size))
     return bad(fmt::format("block size {} is not a power of two in [{}, {}]", f.block_size,
                            kBufMinBlockSize, kBufMaxBlockSize));

@@ -8,7 +8,7 @@
 //
 //   body := header chunk_map chunk*
 //   header (20 bytes, little-endian):
-//     0 magic u16   2 flags u16   4 blkno u64   12 block_size u32   16 lsn_offset u32
+//     0 magic u16   2 flags u8   3 type u8   4 blkno u64   12 block_size u32   16 lsn_offset u32
 //   chunk_map := u32 × ceil(block_size / 128 / 32)   bit i of word i/32 = chunk i logged
 //   chunk     := 128 bytes, one per set bit, in ascending chunk order
 //
@@ -42,7 +42,7 @@ inline constexpr std::uint32_t kDefaultBufBlockSize = 4096;
 inline constexpr std::uint32_t kBufNoLsn = 0xFFFFFFFF;
 inline constexpr std::uint32_t kBufLsnSize = 8;
 
-enum BufLogFlags : std::uint16_t {
+enum BufLogFlags : std::uint8_t {
   // The block was freed: replay must not write any version of it logged
   // before this record.  A cancel body carries no chunks.
   kBufCancel = 1u << 0,
@@ -50,7 +50,11 @@ enum BufLogFlags : std::uint16_t {
 };
 
 struct BufLogFormat {
-  std::uint16_t flags = 0;
+  std::uint8_t flags = 0;
+  // What kind of block this is, for whoever owns the format (the
+  // filesystem's block types; 0: raw).  Replay hands it to the seal hook
+  // (RecoverOptions::seal), which recomputes the block's checksums.
+  std::uint8_t type = 0;
   std::uint64_t blkno = 0;  // the block is at byte blkno * block_size of the device
   std::uint32_t block_size = kDefaultBufBlockSize;
   std::uint32_t lsn_offset = kBufNoLsn;

@@ -18,6 +18,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <memory>
 #include <string>
 
@@ -51,6 +53,9 @@ struct LogOptions {
   std::uint32_t iclog_count = 8;          // logbufs
   std::uint32_t iclog_bytes = 32 * 1024;  // logbsize
   std::int64_t push_bytes = 0;            // CIL background push; 0: min(log/8, 32 MiB)
+  // Recomputes the checksums of a replayed block by its type (see
+  // RecoverOptions::seal).  The filesystem passes fs::SealMetadataBlock.
+  std::function<void(std::uint8_t type, std::span<std::byte> block)> seal{};
   // false: refuse to open a log that needs recovery (FailedPrecondition-like
   // InvalidArgument naming the reason) instead of replaying it.
   bool recover = true;

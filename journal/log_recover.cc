@@ -38,6 +38,7 @@ struct CachedBlock {
   std::vector<std::byte> bytes;     // with the replayed versions applied
   Lsn max_lsn = kNullLsn;           // newest start LSN replayed into it
   bool changed = false;
+  std::uint8_t type = 0;            // of the last version applied, for the seal hook
 };
 
 struct Replay {
@@ -132,6 +133,7 @@ Status Pass2(const std::vector<CommittedTransaction>& txs, BlockDevice* metadata
         b.max_lsn = std::max(b.max_lsn, start);
         StampBufLsn(b.bytes, f.lsn_offset, b.max_lsn);
         b.changed = true;
+        b.type = f.type;
         ++r->buffers_replayed;
       }
     }
@@ -179,9 +181,11 @@ Result<RecoverReport> RecoverLog(const RecoverOptions& o) {
   // written whole, so a crash among these writes leaves every block either
   // as it was or as replayed, and a second recovery ends in the same image.
   if (!o.dry_run && r.blocks_written > 0) {
-    for (const auto& [blkno, b] : rp.blocks)
-      if (b.changed)
-        WALFS_RETURN_IF_ERROR(metadata->Write(blkno * b.block_size, b.bytes.data(), b.block_size));
+    for (auto& [blkno, b] : rp.blocks) {
+      if (!b.changed) continue;
+      if (o.seal) o.seal(b.type, b.bytes);
+      WALFS_RETURN_IF_ERROR(metadata->Write(blkno * b.block_size, b.bytes.data(), b.block_size));
+    }
     WALFS_RETURN_IF_ERROR(metadata->Flush());
   }
   WALFS_TRACE(kTraceRecoverDone, r.buffers_replayed, r.buffers_skipped_newer, r.buffers_cancelled,

@@ -26,6 +26,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -44,6 +46,10 @@ struct RecoverOptions {
   std::uint32_t max_inflight_sectors = kDefaultMaxInflightSectors;
   // Decide and count everything, write nothing.
   bool dry_run = false;
+  // Called on every replayed block before it is written, with the type of
+  // the last version applied (BufLogFormat::type): recomputes the block's
+  // checksums, which the logged chunks do not keep current.  Optional.
+  std::function<void(std::uint8_t type, std::span<std::byte> block)> seal{};
 };
 
 struct RecoverReport {

@@ -143,6 +143,14 @@ Result<InodeCore> DecodeInode(std::span<const std::byte> in, std::uint64_t ino) 
   return n;
 }
 
+void SealInodeBlock(std::span<std::byte> block) {
+  for (std::size_t off = 0; off + kInodeSize <= block.size(); off += kInodeSize) {
+    char* p = reinterpret_cast<char*>(block.data() + off);
+    if (DecodeFixed16(p) != kInodeMagic) continue;
+    EncodeFixed32(p + kInodeCrcOffset, InodeCrc(p));
+  }
+}
+
 InodeCore FreeInode(std::uint64_t ino, std::uint32_t generation) {
   InodeCore n;
   n.ino = ino;

@@ -85,6 +85,10 @@ void EncodeInode(const InodeCore& inode, std::span<std::byte> out);
 // Decodes and checks one inode: magic, crc, version, that it is inode `ino`,
 // fork formats that fit its mode, sizes that fit the literal area.
 Result<InodeCore> DecodeInode(std::span<const std::byte> in, std::uint64_t ino);
+// Recomputes the CRC of every inode in an inode chunk block (at writeback
+// and after recovery replayed logged chunks into it).  Slots without the
+// inode magic are left alone: the decoder will report them.
+void SealInodeBlock(std::span<std::byte> block);
 // A free inode as mkfs and chunk allocation write it.
 InodeCore FreeInode(std::uint64_t ino, std::uint32_t generation);
 

@@ -147,8 +147,8 @@ TEST_F(BufLogCorruption, BadMagic) {
 }
 
 TEST_F(BufLogCorruption, UnknownFlags) {
-  Put16(2, 0x8000);
-  ExpectRefused("unknown flags 0x8000");
+  Put16(2, 0x0080);  // flags byte 0x80; the type byte (3) is free-form
+  ExpectRefused("unknown flags 0x80");
 }
 
 TEST_F(BufLogCorruption, BlockSizeNotAPowerOfTwoOrOutOfRange) {
@@ -445,6 +445,28 @@ TEST_F(BufLogItemTest, PushWritesTheStampedBlockAndLeavesTheAil) {
   EXPECT_EQ(b[300], std::byte{'q'});
   EXPECT_EQ(b[400], std::byte{'q'});
   EXPECT_EQ(b[401], std::byte{0});
+}
+
+TEST_F(BufLogItemTest, TheTypeIsLoggedAndTheSealRunsOnTheWrittenSnapshot) {
+  items_.push_back(std::make_unique<BufLogItem>(BufLogItemOptions{
+      .device = &disk_,
+      .blkno = 5,
+      .lsn_offset = kLsnOffset,
+      .ail = ail_.get(),
+      .type = 42,
+      // A stand-in checksum: the stamped LSN's low byte, at byte 0.
+      .seal = [](std::span<std::byte> b) { b[0] = b[kLsnOffset]; }}));
+  BufLogItem* item = items_.back().get();
+  Change(item, 600, 700, 'k');
+  Result<BufLogFormat> f = DecodeBufLog(FormatOf(item));
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->type, 42);
+  Insert(item, MakeLsn(1, 0x37));
+  ASSERT_EQ(item->Push(), PushResult::kSuccess);
+  WaitWriteback(item);
+  const std::vector<std::byte> b = Block(&disk_, 5);
+  EXPECT_EQ(b[0], std::byte{0x37});  // sealed after the stamp
+  EXPECT_EQ(b[600], std::byte{'k'});
 }
 
 TEST_F(BufLogItemTest, ASecondPushWhileTheWriteIsInFlightSaysFlushing) {

@@ -1,0 +1,29 @@
+// The kinds of metadata block the filesystem logs, as the buffer log item
+// records them (BufLogFormat::type), and the one function that makes a
+// block's derived bytes (checksums) current again -- at writeback and after
+// recovery replays logged chunks into it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace walfs::fs::format {
+
+enum class BlockType : std::uint8_t {
+  kRaw = 0,       // no checksums (tests, the log's own use)
+  kAgHeader = 1,  // blocks with a block header (block_header.h)
+  kBitmap = 2,
+  kImap = 3,
+  kInodes = 4,    // an inode chunk block: one CRC per inode
+  kDirectory = 5, // reserved for directory blocks
+  kExtents = 6,   // reserved for extent tree blocks
+  kXattr = 7,     // reserved for xattr blocks
+};
+std::string_view BlockTypeName(BlockType t);
+
+// Recomputes the checksums of `block` as its type defines them.  Unknown
+// types are left alone.
+void SealMetadataBlock(std::uint8_t type, std::span<std::byte> block);
+
+}  // namespace walfs::fs::format
