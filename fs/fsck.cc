@@ -384,26 +384,33 @@ class Checker {
       }
       r_->problems.push_back(std::move(p));
     }
-    // The lazy counters are only exact for a clean image (or once replayed).
-    if (all_ok && (sb.clean() || r_->replayed) &&
-        (sb.free_blocks != free_total || sb.icount != icount || sb.ifree != ifree)) {
+    // The lazy counters are exact only for a cleanly unmounted image; after
+    // a crash they are stale by design (the mount recomputes them), so a
+    // replay rewrites them without calling that a problem.
+    const bool differ = sb.free_blocks != free_total || sb.icount != icount || sb.ifree != ifree;
+    auto rewrite = [&]() -> Status {
+      Superblock fixed = sb;
+      fixed.free_blocks = free_total;
+      fixed.icount = icount;
+      fixed.ifree = ifree;
+      b.assign(sb.block_size, std::byte{0});
+      EncodeSuperblock(fixed, b);
+      return dev_->Write(0, b.data(), b.size());
+    };
+    if (all_ok && differ && sb.clean() && !r_->log_dirty) {
       FsckProblem p{fmt::format("superblock counters: free {} inodes {} free inodes {}; counted "
                                 "{} {} {}",
                                 sb.free_blocks, sb.icount, sb.ifree, free_total, icount, ifree),
                     false};
       if (o_.repair) {
-        Superblock fixed = sb;
-        fixed.free_blocks = free_total;
-        fixed.icount = icount;
-        fixed.ifree = ifree;
-        b.assign(sb.block_size, std::byte{0});
-        EncodeSuperblock(fixed, b);
-        WALFS_RETURN_IF_ERROR(dev_->Write(0, b.data(), b.size()));
+        WALFS_RETURN_IF_ERROR(rewrite());
         p.repaired = true;
       }
       r_->problems.push_back(std::move(p));
+    } else if (all_ok && differ && r_->replayed) {
+      WALFS_RETURN_IF_ERROR(rewrite());
     }
-    if (o_.repair) WALFS_RETURN_IF_ERROR(dev_->Flush());
+    if (o_.repair || r_->replayed) WALFS_RETURN_IF_ERROR(dev_->Flush());
     return Status::Ok();
   }
 

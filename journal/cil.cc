@@ -311,6 +311,11 @@ std::uint64_t Cil::current_seq() const {
   return ctx_->seq;
 }
 
+std::uint64_t Cil::committed_seq() const {
+  MutexLock l(&mu_);
+  return committed_seq_;
+}
+
 CilStats Cil::Stats() const {
   MutexLock l(&mu_);
   CilStats s = stats_;

@@ -119,6 +119,8 @@ class Cil {
   void Shutdown(const Status& why);
 
   std::uint64_t current_seq() const;
+  // The newest sequence whose checkpoint is on disk.
+  std::uint64_t committed_seq() const;
   CilStats Stats() const;
 
  private:

@@ -101,6 +101,10 @@ Status VerifyTail(const LogRegion& region, std::uint32_t max_inflight, LogPositi
 Result<LogPosition> FindLogPosition(const LogRegion& region, std::uint32_t max_inflight_sectors) {
   WALFS_RETURN_IF_ERROR(region.Validate());
   const std::uint32_t n = region.sectors;
+  // No writer keeps more than half the log in flight (LogWriter refuses a
+  // ring that large), and a wider window would let damage anywhere pass for
+  // a torn write.
+  max_inflight_sectors = std::min(max_inflight_sectors, n / 2);
   LogPosition pos;
   WALFS_ASSIGN_OR_RETURN(const std::uint32_t first_cycle, region.CycleAt(0));
   if (first_cycle == 0) {

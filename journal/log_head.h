@@ -33,7 +33,8 @@ struct LogPosition {
   std::uint32_t tail_skipped_sectors = 0;
 };
 
-// 8 in-core log buffers of 32 KiB, the default.
+// 8 in-core log buffers of 32 KiB, the default.  FindLogPosition uses at
+// most half the log whatever it is given.
 inline constexpr std::uint32_t kDefaultMaxInflightSectors = 8 * 32768 / kLogSectorSize;
 
 Result<LogPosition> FindLogPosition(const LogRegion& region,

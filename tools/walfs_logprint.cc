@@ -26,6 +26,7 @@
 #include "base/coding.h"
 #include "fs/format/superblock_format.h"
 #include "journal/buf_log_format.h"
+#include "journal/log.h"
 #include "journal/log_format.h"
 #include "journal/log_head.h"
 #include "journal/log_reader.h"
@@ -110,7 +111,7 @@ int Run(const std::string& path, std::uint64_t offset, std::uint32_t sectors, bo
   }
   fmt::print("log: {}, {} sectors ({} KiB) at offset {}\n", path, region.sectors,
              std::uint64_t{region.sectors} * kLogSectorSize / 1024, region.offset);
-  Result<LogPosition> pos = FindLogPosition(region);
+  Result<LogPosition> pos = FindLogPosition(region, RecoveryWindowSectors(region.sectors));
   if (!pos.ok()) {
     fmt::print(stderr, "walfs-logprint: {}\n", pos.status().ToString());
     return kExitCorrupt;

@@ -1,0 +1,236 @@
+#include "fs/alloc.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "base/coding.h"
+#include "fs/format/ag_format.h"
+
+namespace walfs::fs {
+
+using format::AgHeader;
+using format::BlockType;
+using format::Extent;
+
+namespace {
+constexpr std::uint64_t kPendingSeq = std::numeric_limits<std::uint64_t>::max();
+constexpr std::uint32_t kAgHeaderFreeOffset = 56;  // ag_format.h: free_blocks u32
+
+// Bitmap access across the AG's bitmap blocks (held or not: the AG header
+// lock, which the caller holds, serializes every change to them).
+struct BitmapView {
+  const format::Superblock& sb;
+  std::vector<BufRef> blocks;
+  bool Used(std::uint64_t agblock) const NO_THREAD_SAFETY_ANALYSIS {
+    const std::uint64_t bits = format::BitsPerBitmapBlock(sb.block_size);
+    return format::BitmapTest(blocks[agblock / bits]->data(), agblock % bits);
+  }
+};
+}  // namespace
+
+Result<BufRef> Allocator::HoldAgHeader(FsTransaction* tx, std::uint32_t agno, AgHeader* header)
+    NO_THREAD_SAFETY_ANALYSIS {
+  WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), BlockType::kAgHeader));
+  tx->Hold(agh);
+  // The header verified when it was read; decode the counters it holds now.
+  const char* p = reinterpret_cast<const char*>(agh->data().data());
+  header->agno = agno;
+  header->length = DecodeFixed32(p + 52);
+  header->free_blocks = DecodeFixed32(p + kAgHeaderFreeOffset);
+  return agh;
+}
+
+void Allocator::LogAgFree(FsTransaction* tx, const BufRef& agh, std::uint32_t free_blocks)
+    NO_THREAD_SAFETY_ANALYSIS {
+  EncodeFixed32(reinterpret_cast<char*>(agh->data().data()) + kAgHeaderFreeOffset, free_blocks);
+  tx->LogRange(agh, kAgHeaderFreeOffset, kAgHeaderFreeOffset + 3);
+}
+
+bool Allocator::IsBusy(std::uint32_t agno, std::uint32_t agblock, std::uint32_t count) {
+  const std::uint64_t committed = log_->cil().committed_seq();
+  MutexLock l(&mu_);
+  auto ag = busy_.find(agno);
+  if (ag == busy_.end()) return false;
+  auto& runs = ag->second;
+  // Forget what is on disk.
+  for (auto it = runs.begin(); it != runs.end();) it = it->second.seq <= committed ? runs.erase(it) : std::next(it);
+  auto it = runs.upper_bound(agblock);
+  if (it != runs.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second.count > agblock) return true;
+  }
+  return it != runs.end() && it->first < agblock + count;
+}
+
+Status Allocator::SetBits(FsTransaction* tx, std::uint32_t agno, std::uint32_t agblock,
+                          std::uint32_t count, bool used) NO_THREAD_SAFETY_ANALYSIS {
+  const std::uint64_t bits = format::BitsPerBitmapBlock(sb_->block_size);
+  const std::uint64_t first_bit = agblock, end_bit = std::uint64_t{agblock} + count;
+  for (std::uint64_t b = first_bit; b < end_bit;) {
+    const std::uint32_t index = static_cast<std::uint32_t>(b / bits);
+    const std::uint64_t block_end = std::min(end_bit, (std::uint64_t{index} + 1) * bits);
+    WALFS_ASSIGN_OR_RETURN(
+        BufRef bm, cache_->Read(sb_->AgStart(agno) + format::AgBitmapStart() + index, BlockType::kBitmap));
+    tx->Hold(bm);
+    for (std::uint64_t i = b; i < block_end; ++i) {
+      if (format::BitmapTest(bm->data(), i % bits) == used)
+        return Status::Corruption(fmt::format("AG {} bitmap: block {} is already {}", agno, i,
+                                              used ? "in use" : "free"));
+      format::BitmapSet(bm->data(), i % bits, used);
+    }
+    tx->LogRange(bm, format::BitmapByteOffset(b % bits), format::BitmapByteOffset((block_end - 1) % bits));
+    b = block_end;
+  }
+  return Status::Ok();
+}
+
+Status Allocator::CheckBits(std::uint32_t agno, std::uint32_t agblock, std::uint32_t count,
+                            bool used) NO_THREAD_SAFETY_ANALYSIS {
+  const std::uint64_t bits = format::BitsPerBitmapBlock(sb_->block_size);
+  for (std::uint64_t i = agblock; i < std::uint64_t{agblock} + count; ++i) {
+    WALFS_ASSIGN_OR_RETURN(BufRef bm, cache_->Read(sb_->AgStart(agno) + format::AgBitmapStart() +
+                                                       static_cast<std::uint32_t>(i / bits),
+                                                   BlockType::kBitmap));
+    if (format::BitmapTest(bm->data(), i % bits) != used)
+      return Status::Corruption(fmt::format("AG {} bitmap: block {} is already {}", agno, i,
+                                            used ? "free" : "in use"));
+  }
+  return Status::Ok();
+}
+
+Result<Extent> Allocator::AllocInAg(FsTransaction* tx, std::uint32_t agno,
+                                    const AllocRequest& r, std::uint32_t goal_agblock,
+                                    bool* saw_busy) {
+  AgHeader h;
+  WALFS_ASSIGN_OR_RETURN(BufRef agh, HoldAgHeader(tx, agno, &h));
+  if (h.free_blocks < r.min) return Status::NoSpace(fmt::format("AG {} is full", agno));
+  BitmapView view{*sb_, {}};
+  for (std::uint32_t i = 0; i < sb_->bitmap_blocks; ++i) {
+    WALFS_ASSIGN_OR_RETURN(BufRef bm, cache_->Read(sb_->AgStart(agno) + format::AgBitmapStart() + i,
+                                                   BlockType::kBitmap));
+    view.blocks.push_back(std::move(bm));
+  }
+  const std::uint32_t len = h.length;
+  const std::uint32_t first = format::AgFirstFree(*sb_);
+  const std::uint32_t align = std::max<std::uint32_t>(1, r.align);
+  auto aligned = [&](std::uint32_t b) { return (b + align - 1) / align * align; };
+  // Two sweeps: from the goal to the end, then from the start to the goal.
+  const std::uint32_t start = std::clamp(goal_agblock, first, len);
+  for (int sweep = 0; sweep < 2; ++sweep) {
+    std::uint32_t b = aligned(sweep == 0 ? start : first);
+    const std::uint32_t end = sweep == 0 ? len : std::min(len, start + r.min);
+    while (b < end && b + r.min <= len) {
+      if (view.Used(b)) {
+        b = aligned(b + 1);
+        continue;
+      }
+      // A free run from b: how long (up to `want`)?
+      std::uint32_t n = 1;
+      while (n < r.want && b + n < len && !view.Used(b + n)) ++n;
+      if (n < r.min) {
+        b = aligned(b + n);
+        continue;
+      }
+      if (IsBusy(agno, b, n)) {
+        // Use the part before the first busy block if it is long enough;
+        // otherwise move on.
+        std::uint32_t ok = 0;
+        while (ok < n && !IsBusy(agno, b + ok, 1)) ++ok;
+        {
+          MutexLock l(&mu_);
+          ++stats_.busy_skips;
+        }
+        *saw_busy = true;
+        if (ok < r.min) {
+          b = aligned(b + ok + 1);
+          continue;
+        }
+        n = ok;
+      }
+      WALFS_RETURN_IF_ERROR(SetBits(tx, agno, b, n, true));
+      LogAgFree(tx, agh, h.free_blocks - n);
+      return Extent{0, sb_->AgStart(agno) + b, n, false};
+    }
+  }
+  return Status::NoSpace(fmt::format("AG {} has no free run of {} blocks", agno, r.min));
+}
+
+Result<Extent> Allocator::Alloc(FsTransaction* tx, const AllocRequest& r) {
+  WALFS_CHECK(r.min >= 1 && r.want >= r.min && r.want <= format::kMaxExtentLength);
+  std::uint32_t goal_ag = 0, goal_agblock = 0;
+  if (r.goal >= sb_->data_start() && r.goal < sb_->total_blocks) {
+    goal_ag = static_cast<std::uint32_t>((r.goal - sb_->data_start()) / sb_->ag_blocks);
+    goal_agblock = static_cast<std::uint32_t>(r.goal - sb_->AgStart(goal_ag));
+  }
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    bool saw_busy = false;
+    // Ascending AG order from the goal's AG (AG header locks are taken in
+    // that order), then -- without waiting -- the AGs before it.
+    for (std::uint32_t i = 0; i < sb_->ag_count; ++i) {
+      const std::uint32_t agno = (goal_ag + i) % sb_->ag_count;
+      if (agno < goal_ag) {
+        WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), BlockType::kAgHeader));
+        if (!tx->TryHold(agh)) continue;
+      }
+      Result<Extent> e = AllocInAg(tx, agno, r, agno == goal_ag ? goal_agblock : 0, &saw_busy);
+      if (e.ok()) {
+        MutexLock l(&mu_);
+        ++stats_.allocs;
+        stats_.blocks_allocated += e->length;
+        return e;
+      }
+      if (!e.status().IsNoSpace()) return e.status();
+    }
+    if (!saw_busy) break;
+    // Only freed-but-not-yet-durable space is left: make it durable.
+    {
+      MutexLock l(&mu_);
+      ++stats_.busy_forces;
+    }
+    WALFS_RETURN_IF_ERROR(log_->Force());
+  }
+  return Status::NoSpace(fmt::format("no free run of {} blocks", r.min));
+}
+
+Status Allocator::Free(FsTransaction* tx, std::uint64_t block, std::uint32_t count) {
+  if (block < sb_->data_start() || block + count > sb_->total_blocks || count == 0)
+    return Status::Corruption(fmt::format("freeing blocks {}+{}, outside the data area", block, count));
+  const auto agno = static_cast<std::uint32_t>((block - sb_->data_start()) / sb_->ag_blocks);
+  const auto agblock = static_cast<std::uint32_t>(block - sb_->AgStart(agno));
+  if (agblock < format::AgFirstFree(*sb_) || agblock + count > sb_->AgLength(agno))
+    return Status::Corruption(fmt::format("freeing blocks {}+{}: AG {} metadata or past its end",
+                                          block, count, agno));
+  AgHeader h;
+  WALFS_ASSIGN_OR_RETURN(BufRef agh, HoldAgHeader(tx, agno, &h));
+  // A double free is found before anything changes (the caller then fails
+  // the filesystem: its metadata disagrees with itself).
+  WALFS_RETURN_IF_ERROR(CheckBits(agno, agblock, count, /*used=*/true));
+  // Busy until the checkpoint holding this free is on disk.  Registered now,
+  // before anyone else can see the bits clear (they hold the AG header).
+  {
+    MutexLock l(&mu_);
+    busy_[agno][agblock] = Busy{count, kPendingSeq};
+    ++stats_.frees;
+    stats_.blocks_freed += count;
+  }
+  tx->OnCommit([this, agno, agblock](std::uint64_t seq) {
+    MutexLock l(&mu_);
+    auto ag = busy_.find(agno);
+    if (ag == busy_.end()) return;
+    auto it = ag->second.find(agblock);
+    if (it != ag->second.end()) it->second.seq = seq;
+  });
+  WALFS_RETURN_IF_ERROR(SetBits(tx, agno, agblock, count, false));
+  LogAgFree(tx, agh, h.free_blocks + count);
+  return Status::Ok();
+}
+
+AllocStats Allocator::Stats() const {
+  MutexLock l(&mu_);
+  return stats_;
+}
+
+}  // namespace walfs::fs

@@ -1,0 +1,88 @@
+// Allocator: blocks from the AGs' free-space bitmaps, inside transactions.
+//
+//   WALFS_ASSIGN_OR_RETURN(format::Extent e, alloc.Alloc(&tx, {.goal = near, .min = 1, .want = 16}));
+//   WALFS_RETURN_IF_ERROR(alloc.Free(&tx, e.disk_block, e.length));
+//
+// Allocation takes the AG header buffer first (it serializes every change to
+// that AG's bitmap, so the bitmap can be scanned without its own locks), then
+// the bitmap blocks it changes.  It prefers the goal's AG and the first free
+// run at or after the goal, then the other AGs in order.  The AG header's
+// free count is logged with every change; the superblock's counters are lazy
+// (written at unmount, recomputed after a crash).
+//
+// Busy extents (XFS's xfs_extent_busy): blocks freed by a transaction are
+// not reused until the checkpoint that freed them is on disk -- otherwise a
+// crash could replay the old owner's metadata over, or expose, the new
+// owner's data.  When only busy space is left, allocation forces the log
+// and tries again.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "base/mutex.h"
+#include "base/status.h"
+#include "fs/buf_cache.h"
+#include "fs/format/ag_format.h"
+#include "fs/format/inode_format.h"
+#include "fs/format/superblock_format.h"
+#include "fs/fs_trans.h"
+#include "journal/log.h"
+
+namespace walfs::fs {
+
+struct AllocRequest {
+  std::uint64_t goal = 0;   // a block near which to allocate (0: anywhere)
+  std::uint32_t min = 1;    // fail unless at least this many contiguous blocks
+  std::uint32_t want = 1;   // as many as this if a run that long is free
+  std::uint32_t align = 1;  // the first block's AG-relative number is a multiple of this
+};
+
+struct AllocStats {
+  std::uint64_t allocs = 0, frees = 0, blocks_allocated = 0, blocks_freed = 0;
+  std::uint64_t busy_skips = 0;   // runs passed over because they were busy
+  std::uint64_t busy_forces = 0;  // log forces to free busy space
+};
+
+class Allocator {
+ public:
+  Allocator(BufCache* cache, journal::Log* log, const format::Superblock* sb)
+      : cache_(cache), log_(log), sb_(sb) {}
+
+  // One contiguous run (its disk_block and length; file_block is 0).
+  // NoSpace when no AG has a free, non-busy run of `min` blocks.
+  Result<format::Extent> Alloc(FsTransaction* tx, const AllocRequest& request);
+  // Frees [block, block + count) (one AG).  Freeing a free block is
+  // Corruption (a double free: the filesystem shuts down).
+  Status Free(FsTransaction* tx, std::uint64_t block, std::uint32_t count);
+
+  AllocStats Stats() const;
+
+ private:
+  struct Busy {
+    std::uint32_t count;
+    std::uint64_t seq;  // the checkpoint sequence that frees it
+  };
+  Result<format::Extent> AllocInAg(FsTransaction* tx, std::uint32_t agno,
+                                   const AllocRequest& request, std::uint32_t goal_agblock,
+                                   bool* saw_busy);
+  Result<BufRef> HoldAgHeader(FsTransaction* tx, std::uint32_t agno, format::AgHeader* header);
+  void LogAgFree(FsTransaction* tx, const BufRef& agh, std::uint32_t free_blocks);
+  Status CheckBits(std::uint32_t agno, std::uint32_t agblock, std::uint32_t count, bool used);
+  Status SetBits(FsTransaction* tx, std::uint32_t agno, std::uint32_t agblock, std::uint32_t count,
+                 bool used);
+  // Whether [agblock, +count) of AG agno overlaps space freed by a checkpoint
+  // that is not on disk yet; prunes what is on disk.
+  bool IsBusy(std::uint32_t agno, std::uint32_t agblock, std::uint32_t count);
+
+  BufCache* const cache_;
+  journal::Log* const log_;
+  const format::Superblock* const sb_;
+  mutable Mutex mu_;
+  // Per AG: agblock -> busy run.
+  std::map<std::uint32_t, std::map<std::uint32_t, Busy>> busy_ GUARDED_BY(mu_);
+  AllocStats stats_ GUARDED_BY(mu_);
+};
+
+}  // namespace walfs::fs

@@ -1,0 +1,190 @@
+#include "fs/buf_cache.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "fs/format/ag_format.h"
+#include "fs/format/block_header.h"
+#include "fs/format/inode_format.h"
+
+namespace walfs::fs {
+
+using format::BlockType;
+
+BufRef::BufRef(const BufRef& other) : cache_(other.cache_), item_(other.item_) {
+  if (item_) {
+    MutexLock l(&cache_->mu_);
+    ++cache_->map_.at(item_->blkno()).refs;
+  }
+}
+
+BufRef& BufRef::operator=(const BufRef& other) {
+  if (this != &other) {
+    BufRef copy(other);
+    *this = std::move(copy);
+  }
+  return *this;
+}
+
+BufRef::BufRef(BufRef&& other) noexcept : cache_(other.cache_), item_(other.item_) {
+  other.cache_ = nullptr;
+  other.item_ = nullptr;
+}
+
+BufRef& BufRef::operator=(BufRef&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    cache_ = other.cache_;
+    item_ = other.item_;
+    other.cache_ = nullptr;
+    other.item_ = nullptr;
+  }
+  return *this;
+}
+
+BufRef::~BufRef() { Reset(); }
+
+void BufRef::Reset() {
+  if (item_) cache_->Unref(item_);
+  cache_ = nullptr;
+  item_ = nullptr;
+}
+
+BufCache::BufCache(const Options& options) : options_(options) {
+  WALFS_CHECK(options.device && options.log && options.sb);
+}
+
+BufCache::~BufCache() {
+  MutexLock l(&mu_);
+  for (const auto& [blkno, e] : map_)
+    WALFS_CHECK_MSG(e.refs == 0, "destroying the buffer cache with buffers in use");
+  // Item destructors wait for any writeback still in flight.
+  map_.clear();
+}
+
+Result<BufRef> BufCache::Read(std::uint64_t blkno, BlockType type) { return Lookup(blkno, type, true); }
+Result<BufRef> BufCache::Get(std::uint64_t blkno, BlockType type) { return Lookup(blkno, type, false); }
+
+Result<BufRef> BufCache::Lookup(std::uint64_t blkno, BlockType type, bool read) {
+  const format::Superblock& sb = *options_.sb;
+  if (blkno >= sb.total_blocks || (blkno >= sb.log_start && blkno < sb.data_start()) || blkno == 0)
+    return Status::InvalidArgument(fmt::format("block {} is not a metadata block of this filesystem "
+                                               "({} blocks, log at {}+{})",
+                                               blkno, sb.total_blocks, sb.log_start, sb.log_blocks));
+  journal::BufLogItem* item = nullptr;
+  {
+    MutexLock l(&mu_);
+    auto it = map_.find(blkno);
+    if (it != map_.end()) {
+      // Someone else is loading it: wait for the outcome.
+      while (it != map_.end() && !it->second.loaded) {
+        loaded_cv_.Wait(&mu_);
+        it = map_.find(blkno);
+      }
+    }
+    if (it != map_.end()) {
+      Entry& e = it->second;
+      if (e.refs++ == 0) lru_.erase(e.lru);
+      ++stats_.hits;
+      return BufRef(this, e.item.get());
+    }
+    ++stats_.misses;
+    Entry& e = map_[blkno];
+    e.type = type;
+    e.refs = 1;
+    const auto t = static_cast<std::uint8_t>(type);
+    e.item = std::make_unique<journal::BufLogItem>(journal::BufLogItemOptions{
+        .device = options_.device,
+        .blkno = blkno,
+        .block_size = sb.block_size,
+        .lsn_offset = type == BlockType::kInodes ? format::kInodeLsnOffset
+                                                 : type == BlockType::kRaw ? journal::kBufNoLsn
+                                                                           : format::kHeaderLsnOffset,
+        .ail = &options_.log->ail(),
+        .type = t,
+        .seal = [t](std::span<std::byte> b) { format::SealMetadataBlock(t, b); },
+        .on_error = [log = options_.log](Status s) { log->Shutdown(s); }});
+    item = e.item.get();
+  }
+  // Load outside the cache lock: other blocks stay available meanwhile.
+  Status s;
+  item->Lock();
+  if (read) {
+    s = item->Read();
+    if (s.ok()) s = Verify(blkno, type, item->data());
+  } else {
+    std::fill(item->data().begin(), item->data().end(), std::byte{0});
+  }
+  item->Unlock();
+  MutexLock l(&mu_);
+  if (!s.ok()) {
+    if (s.IsCorruption()) ++stats_.verify_failures;
+    map_.erase(blkno);
+    loaded_cv_.SignalAll();
+    return s;
+  }
+  map_.at(blkno).loaded = true;
+  loaded_cv_.SignalAll();
+  EvictLocked();
+  return BufRef(this, item);
+}
+
+Status BufCache::Verify(std::uint64_t blkno, BlockType type, std::span<const std::byte> block) const {
+  const format::Superblock& sb = *options_.sb;
+  switch (type) {
+    case BlockType::kAgHeader:
+    case BlockType::kBitmap:
+    case BlockType::kImap: {
+      const std::uint32_t magic = type == BlockType::kAgHeader ? format::kAgHeaderMagic
+                                  : type == BlockType::kBitmap ? format::kAgBitmapMagic
+                                                               : format::kAgImapMagic;
+      return format::VerifyBlock(block, magic, blkno, sb.uuid, format::BlockTypeName(type));
+    }
+    case BlockType::kInodes:
+      // Each inode is decoded (and checked) when it is used.
+      return Status::Ok();
+    default:
+      return Status::Ok();
+  }
+}
+
+void BufCache::Unref(journal::BufLogItem* item) {
+  MutexLock l(&mu_);
+  Entry& e = map_.at(item->blkno());
+  WALFS_CHECK(e.refs > 0);
+  if (--e.refs == 0) e.lru = lru_.insert(lru_.end(), item->blkno());
+  EvictLocked();
+}
+
+bool BufCache::Evictable(const journal::BufLogItem& item) {
+  // Everything the disk lacks keeps a buffer: pinned (its checkpoint is not
+  // on disk), in the AIL (not written back), dirty chunks, a write in flight.
+  if (item.pinned() || item.ail_lsn() != journal::kNullLsn || item.flushing()) return false;
+  const std::vector<std::uint32_t> dirty = item.dirty_map();
+  return std::all_of(dirty.begin(), dirty.end(), [](std::uint32_t w) { return w == 0; });
+}
+
+void BufCache::EvictLocked() {
+  auto it = lru_.begin();
+  while (map_.size() > options_.capacity && it != lru_.end()) {
+    auto m = map_.find(*it);
+    if (m == map_.end() || !Evictable(*m->second.item)) {
+      ++it;
+      continue;
+    }
+    it = lru_.erase(it);
+    map_.erase(m);
+    ++stats_.evictions;
+  }
+}
+
+BufCacheStats BufCache::Stats() const {
+  MutexLock l(&mu_);
+  BufCacheStats s = stats_;
+  s.buffers = map_.size();
+  return s;
+}
+
+}  // namespace walfs::fs
