@@ -16,6 +16,7 @@
 #include "fs/format/block_types.h"
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
+#include "tests/fs/fs_test_fixture.h"
 
 namespace walfs::fs {
 namespace {
@@ -23,42 +24,8 @@ namespace {
 using format::BlockType;
 using format::Extent;
 
-class AllocTest : public ::testing::Test {
+class AllocTest : public testing::FsFixture {
  protected:
-  void SetUp() override { Open(); }
-  void TearDown() override { Stop(); }
-
-  void Open() {
-    if (!made_) {
-      auto sb = MakeFilesystem(&dev_, {.ag_count = 2});
-      ASSERT_TRUE(sb.ok()) << sb.status().ToString();
-      sb_ = *sb;
-      made_ = true;
-    }
-    journal::LogOptions lo;
-    lo.device = &dev_;
-    lo.log_offset = sb_.log_offset();
-    lo.log_sectors = sb_.log_sectors();
-    lo.geometry = ReservationGeometryFor(sb_.block_size);
-    lo.seal = format::SealMetadataBlock;
-    auto log = journal::Log::Open(lo);
-    ASSERT_TRUE(log.ok()) << log.status().ToString();
-    log_ = std::move(log).value();
-    cache_ = std::make_unique<BufCache>(BufCache::Options{&dev_, log_.get(), &sb_, 64});
-    alloc_ = std::make_unique<Allocator>(cache_.get(), log_.get(), &sb_);
-  }
-  // Clean unmount (or a crash with `crash`), in the order the objects allow.
-  void Stop(bool crash = false) {
-    if (!log_) return;
-    if (crash)
-      log_->Halt();
-    else
-      EXPECT_TRUE(log_->Close().ok());
-    alloc_.reset();
-    cache_.reset();
-    log_.reset();
-  }
-
   Result<Extent> Alloc(AllocRequest r) {
     WALFS_ASSIGN_OR_RETURN(FsTransaction tx, FsTransaction::Begin(log_.get(), journal::TransType::kWrite));
     Result<Extent> e = alloc_->Alloc(&tx, r);
@@ -71,31 +38,7 @@ class AllocTest : public ::testing::Test {
     WALFS_RETURN_IF_ERROR(alloc_->Free(&tx, e.disk_block, e.length));
     return tx.Commit().status();
   }
-  std::uint32_t AgFree(std::uint32_t agno) NO_THREAD_SAFETY_ANALYSIS {
-    auto agh = cache_->Read(sb_.AgStart(agno), BlockType::kAgHeader);
-    EXPECT_TRUE(agh.ok());
-    (*agh)->Lock();
-    const std::uint32_t v = DecodeFixed32(reinterpret_cast<const char*>((*agh)->data().data()) + 56);
-    (*agh)->Unlock();
-    return v;
-  }
-  FsckReport Fsck() {
-    auto r = CheckImage(&dev_, {});
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return r.ok() ? *r : FsckReport{};
-  }
-  static std::string All(const FsckReport& r) {
-    std::string s;
-    for (const auto& p : r.problems) s += p.message + "\n";
-    return s;
-  }
-
-  MemoryDevice dev_{64ull << 20};
-  bool made_ = false;
-  format::Superblock sb_;
-  std::unique_ptr<journal::Log> log_;
-  std::unique_ptr<BufCache> cache_;
-  std::unique_ptr<Allocator> alloc_;
+  std::uint32_t AgFree(std::uint32_t agno) { return AgField(agno, 56); }
 };
 
 TEST_F(AllocTest, AllocatesNearTheGoalAndLogsTheAgCount) {

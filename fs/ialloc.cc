@@ -1,0 +1,187 @@
+#include "fs/ialloc.h"
+
+#include <fmt/format.h>
+
+#include "base/check.h"
+#include "base/coding.h"
+#include "fs/format/ag_format.h"
+#include "fs/format/block_types.h"
+
+namespace walfs::fs {
+
+using format::BlockType;
+using format::ImapRecord;
+using format::InodeCore;
+
+namespace {
+// AG header fields (ag_format.h).
+constexpr std::uint32_t kIcountOffset = 60, kIfreeOffset = 64, kChunksOffset = 68;
+
+char* Bytes(const BufRef& b) NO_THREAD_SAFETY_ANALYSIS {
+  return reinterpret_cast<char*>(b->data().data());
+}
+}  // namespace
+
+void InodeAllocator::AddToAgCounts(FsTransaction* tx, const BufRef& agh, int icount, int ifree,
+                                   int chunks) {
+  char* p = Bytes(agh);
+  EncodeFixed32(p + kIcountOffset, static_cast<std::uint32_t>(
+                                       static_cast<int>(DecodeFixed32(p + kIcountOffset)) + icount));
+  EncodeFixed32(p + kIfreeOffset, static_cast<std::uint32_t>(
+                                      static_cast<int>(DecodeFixed32(p + kIfreeOffset)) + ifree));
+  EncodeFixed32(p + kChunksOffset, static_cast<std::uint32_t>(
+                                       static_cast<int>(DecodeFixed32(p + kChunksOffset)) + chunks));
+  tx->LogRange(agh, kIcountOffset, kChunksOffset + 3);
+}
+
+Result<InodeAllocator::MapSlot> InodeAllocator::FindRecord(FsTransaction* tx, std::uint32_t agno,
+                                                           Find what, std::uint32_t chunk_start) {
+  for (std::uint32_t i = 0; i < sb_->imap_blocks; ++i) {
+    WALFS_ASSIGN_OR_RETURN(BufRef imap, cache_->Read(sb_->AgStart(agno) + format::AgImapStart(*sb_) + i,
+                                                     BlockType::kImap));
+    // The AG header lock (held) serializes every change to the map.
+    for (std::uint32_t slot = 0; slot < format::RecordsPerImapBlock(sb_->block_size); ++slot) {
+      ImapRecord rec = format::GetImapRecord(
+          std::span<const std::byte>(reinterpret_cast<const std::byte*>(Bytes(imap)), sb_->block_size), slot);
+      const bool match = what == Find::kChunk   ? rec.start == chunk_start
+                         : what == Find::kEmpty ? rec.start == 0
+                                                : (rec.start != 0 && rec.free_count > 0);
+      if (!match) continue;
+      tx->Hold(imap);
+      return MapSlot{imap, slot, rec};
+    }
+  }
+  switch (what) {
+    case Find::kChunk:
+      return Status::Corruption(fmt::format("AG {}: no inode map record for the chunk at {}", agno,
+                                            chunk_start));
+    case Find::kEmpty:
+      return Status::NoSpace(fmt::format("AG {}: its inode map is full", agno));
+    case Find::kFree:
+      break;
+  }
+  return Status::NotFound(fmt::format("AG {}: no free inode", agno));
+}
+
+void InodeAllocator::PutRecord(FsTransaction* tx, const MapSlot& s) {
+  format::PutImapRecord(
+      std::span<std::byte>(reinterpret_cast<std::byte*>(Bytes(s.block)), sb_->block_size), s.slot,
+      s.rec);
+  const std::uint32_t off = format::ImapRecordOffset(s.slot);
+  tx->LogRange(s.block, off, off + static_cast<std::uint32_t>(format::kImapRecordSize) - 1);
+}
+
+Result<InodeAllocator::MapSlot> InodeAllocator::NewChunk(FsTransaction* tx, std::uint32_t agno) {
+  const std::uint32_t bpc = sb_->blocks_per_chunk();
+  WALFS_ASSIGN_OR_RETURN(format::Extent e,
+                         alloc_->Alloc(tx, {.goal = sb_->AgStart(agno), .min = bpc, .want = bpc,
+                                            .align = bpc}));
+  const auto chunk_ag = static_cast<std::uint32_t>((e.disk_block - sb_->data_start()) / sb_->ag_blocks);
+  const auto start = static_cast<std::uint32_t>(e.disk_block - sb_->AgStart(chunk_ag));
+  // The block allocator holds the chunk's AG header already.
+  WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(chunk_ag), BlockType::kAgHeader));
+  tx->Hold(agh);
+  // Its 64 inodes, all free, written whole.
+  for (std::uint32_t b = 0; b < bpc; ++b) {
+    WALFS_ASSIGN_OR_RETURN(BufRef blk, cache_->Get(e.disk_block + b, BlockType::kInodes));
+    tx->Hold(blk);
+    for (std::uint32_t s = 0; s < sb_->inodes_per_block(); ++s) {
+      const std::uint64_t ino = (e.disk_block + b) * sb_->inodes_per_block() + s;
+      format::EncodeInode(format::FreeInode(ino, 0),
+                          std::span<std::byte>(reinterpret_cast<std::byte*>(Bytes(blk)) +
+                                                   std::size_t{s} * format::kInodeSize,
+                                               format::kInodeSize));
+    }
+    tx->LogRange(blk, 0, sb_->block_size - 1);
+  }
+  // A map slot for it: every inode free.
+  WALFS_ASSIGN_OR_RETURN(MapSlot slot, FindRecord(tx, chunk_ag, Find::kEmpty, 0));
+  slot.rec = ImapRecord{start, sb_->inodes_per_chunk, ~std::uint64_t{0}};
+  PutRecord(tx, slot);
+  AddToAgCounts(tx, agh, static_cast<int>(sb_->inodes_per_chunk),
+                static_cast<int>(sb_->inodes_per_chunk), 1);
+  return slot;
+}
+
+Result<std::uint64_t> InodeAllocator::AllocInAg(FsTransaction* tx, std::uint32_t agno,
+                                                const InodeCore& init) {
+  WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), BlockType::kAgHeader));
+  tx->Hold(agh);
+  Result<MapSlot> found = FindRecord(tx, agno, Find::kFree, 0);
+  MapSlot s;
+  if (found.ok()) {
+    s = std::move(found).value();
+  } else {
+    if (found.status().code() != StatusCode::kNotFound) return found.status();
+    WALFS_ASSIGN_OR_RETURN(s, NewChunk(tx, agno));
+  }
+  // The lowest free inode of the chunk.
+  const int index = __builtin_ctzll(s.rec.free_mask);
+  s.rec.free_mask &= ~(std::uint64_t{1} << index);
+  s.rec.free_count -= 1;
+  PutRecord(tx, s);
+  const std::uint32_t chunk_ag = static_cast<std::uint32_t>(
+      (s.block->blkno() - sb_->data_start()) / sb_->ag_blocks);
+  WALFS_ASSIGN_OR_RETURN(BufRef chunk_agh, cache_->Read(sb_->AgStart(chunk_ag), BlockType::kAgHeader));
+  AddToAgCounts(tx, chunk_agh, 0, -1, 0);
+  const std::uint64_t first_block = sb_->AgStart(chunk_ag) + s.rec.start;
+  const std::uint64_t ino = first_block * sb_->inodes_per_block() + static_cast<std::uint64_t>(index);
+  WALFS_ASSIGN_OR_RETURN(BufRef blk, cache_->Read(BlockOf(ino), BlockType::kInodes));
+  tx->Hold(blk);
+  std::span<std::byte> raw(reinterpret_cast<std::byte*>(Bytes(blk)) + OffsetOf(ino), format::kInodeSize);
+  WALFS_ASSIGN_OR_RETURN(InodeCore old, format::DecodeInode(raw, ino));
+  if (!old.free())
+    return Status::Corruption(fmt::format("inode {} is free in the inode map but in use", ino));
+  InodeCore n = std::move(init);
+  n.ino = ino;
+  n.generation = old.generation + 1;  // a reused number is a different file
+  format::EncodeInode(n, raw);
+  tx->LogRange(blk, OffsetOf(ino), OffsetOf(ino) + format::kInodeSize - 1);
+  return ino;
+}
+
+Result<std::uint64_t> InodeAllocator::Alloc(FsTransaction* tx, std::uint32_t preferred_ag,
+                                            InodeCore init) {
+  WALFS_CHECK(!init.free());
+  // Ascending AG order from the preferred AG; the AGs before it only
+  // without waiting (the block allocator's rule).
+  for (std::uint32_t i = 0; i < sb_->ag_count; ++i) {
+    const std::uint32_t agno = (preferred_ag % sb_->ag_count + i) % sb_->ag_count;
+    if (agno < preferred_ag % sb_->ag_count) {
+      WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), BlockType::kAgHeader));
+      if (!tx->TryHold(agh)) continue;
+    }
+    Result<std::uint64_t> ino = AllocInAg(tx, agno, init);
+    if (ino.ok() || !ino.status().IsNoSpace()) return ino;
+  }
+  return Status::NoSpace("no free inode and no room for a new inode chunk");
+}
+
+Status InodeAllocator::Free(FsTransaction* tx, std::uint64_t ino) {
+  const std::uint64_t block = BlockOf(ino);
+  if (block < sb_->data_start() || block >= sb_->total_blocks)
+    return Status::Corruption(fmt::format("freeing inode {}: outside the filesystem", ino));
+  const std::uint32_t agno = AgOf(ino);
+  const auto agblock = static_cast<std::uint32_t>(block - sb_->AgStart(agno));
+  const std::uint32_t chunk_start = agblock / sb_->blocks_per_chunk() * sb_->blocks_per_chunk();
+  WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), BlockType::kAgHeader));
+  tx->Hold(agh);
+  WALFS_ASSIGN_OR_RETURN(MapSlot s, FindRecord(tx, agno, Find::kChunk, chunk_start));
+  const std::uint64_t first_ino = (sb_->AgStart(agno) + chunk_start) * sb_->inodes_per_block();
+  const std::uint32_t index = static_cast<std::uint32_t>(ino - first_ino);
+  if ((s.rec.free_mask >> index) & 1u)
+    return Status::Corruption(fmt::format("freeing inode {}: it is already free", ino));
+  WALFS_ASSIGN_OR_RETURN(BufRef blk, cache_->Read(block, BlockType::kInodes));
+  tx->Hold(blk);
+  std::span<std::byte> raw(reinterpret_cast<std::byte*>(Bytes(blk)) + OffsetOf(ino), format::kInodeSize);
+  WALFS_ASSIGN_OR_RETURN(InodeCore old, format::DecodeInode(raw, ino));
+  s.rec.free_mask |= std::uint64_t{1} << index;
+  s.rec.free_count += 1;
+  PutRecord(tx, s);
+  AddToAgCounts(tx, agh, 0, +1, 0);
+  format::EncodeInode(format::FreeInode(ino, old.generation), raw);
+  tx->LogRange(blk, OffsetOf(ino), OffsetOf(ino) + format::kInodeSize - 1);
+  return Status::Ok();
+}
+
+}  // namespace walfs::fs

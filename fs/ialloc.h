@@ -1,0 +1,73 @@
+// InodeAllocator: inodes from the AGs' inode maps, inside transactions
+// (XFS's xfs_ialloc).  Inodes come in chunks of 64 allocated from an AG's
+// free space on demand; the AG header's icount/ifree/chunks and the chunk's
+// inode map record change with every allocation and free, all logged.
+//
+//   format::InodeCore init;  init.mode = S_IFREG | 0644;  ...
+//   WALFS_ASSIGN_OR_RETURN(std::uint64_t ino, ialloc.Alloc(&tx, parent_ag, init));
+//   WALFS_RETURN_IF_ERROR(ialloc.Free(&tx, ino));
+//
+// Locking: the AG header buffer first (as the block allocator), then the
+// inode map block, then the inode's chunk block.  A new chunk's blocks come
+// from the block allocator (chunk-aligned, so the inode numbers it implies
+// are valid) in the same transaction.
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "fs/alloc.h"
+#include "fs/buf_cache.h"
+#include "fs/format/inode_format.h"
+#include "fs/format/superblock_format.h"
+#include "fs/fs_trans.h"
+
+namespace walfs::fs {
+
+class InodeAllocator {
+ public:
+  InodeAllocator(BufCache* cache, Allocator* alloc, const format::Superblock* sb)
+      : cache_(cache), alloc_(alloc), sb_(sb) {}
+
+  // Allocates an inode, preferring AG `preferred_ag`, and writes `init` into
+  // it (ino and generation are set here).  NoSpace when no AG has a free
+  // inode or room for a new chunk.
+  Result<std::uint64_t> Alloc(FsTransaction* tx, std::uint32_t preferred_ag,
+                              format::InodeCore init);
+  // Returns an inode to its chunk: the inode is rewritten free.  Freeing a
+  // free inode is Corruption.
+  Status Free(FsTransaction* tx, std::uint64_t ino);
+
+  // Where an inode lives.
+  std::uint64_t BlockOf(std::uint64_t ino) const { return ino / sb_->inodes_per_block(); }
+  std::uint32_t OffsetOf(std::uint64_t ino) const {
+    return static_cast<std::uint32_t>(ino % sb_->inodes_per_block()) * format::kInodeSize;
+  }
+  std::uint32_t AgOf(std::uint64_t ino) const {
+    return static_cast<std::uint32_t>((BlockOf(ino) - sb_->data_start()) / sb_->ag_blocks);
+  }
+
+ private:
+  struct MapSlot {
+    BufRef block;         // the inode map block holding the record
+    std::uint32_t slot = 0;
+    format::ImapRecord rec;
+  };
+  Result<std::uint64_t> AllocInAg(FsTransaction* tx, std::uint32_t agno,
+                                  const format::InodeCore& init);
+  // Adds a chunk to AG agno (or wherever the block allocator found room).
+  Result<MapSlot> NewChunk(FsTransaction* tx, std::uint32_t agno);
+  // A record with a free inode (NotFound if none), the record of the chunk
+  // at `chunk_start` (Corruption if none), or an unused slot (NoSpace).
+  enum class Find { kFree, kChunk, kEmpty };
+  Result<MapSlot> FindRecord(FsTransaction* tx, std::uint32_t agno, Find what,
+                             std::uint32_t chunk_start);
+  void PutRecord(FsTransaction* tx, const MapSlot& s);
+  void AddToAgCounts(FsTransaction* tx, const BufRef& agh, int icount, int ifree, int chunks);
+
+  BufCache* const cache_;
+  Allocator* const alloc_;
+  const format::Superblock* const sb_;
+};
+
+}  // namespace walfs::fs

@@ -1,0 +1,43 @@
+#include "fs/super.h"
+
+#include <vector>
+
+#include "fs/format/ag_format.h"
+
+namespace walfs::fs {
+
+namespace {
+Status WriteSuper(BlockDevice* dev, const format::Superblock& sb) {
+  std::vector<std::byte> b(sb.block_size);
+  format::EncodeSuperblock(sb, b);
+  WALFS_RETURN_IF_ERROR(dev->Write(0, b.data(), b.size()));
+  return dev->Flush();
+}
+}  // namespace
+
+Status MarkMounted(BlockDevice* device, format::Superblock* sb, std::int64_t now_s) {
+  // Everything written after this (log records, writeback) is covered by
+  // the flush: the flag is down before the first change.
+  sb->flags &= ~format::kSuperClean;
+  sb->mounted_s = now_s;
+  return WriteSuper(device, *sb);
+}
+
+Status MarkUnmountedClean(BlockDevice* device, format::Superblock* sb) {
+  std::uint64_t free_blocks = 0, icount = 0, ifree = 0;
+  std::vector<std::byte> b(sb->block_size);
+  for (std::uint32_t agno = 0; agno < sb->ag_count; ++agno) {
+    WALFS_RETURN_IF_ERROR(device->Read(sb->AgStart(agno) * sb->block_size, b.data(), b.size()));
+    WALFS_ASSIGN_OR_RETURN(format::AgHeader h, format::DecodeAgHeader(b, *sb, agno));
+    free_blocks += h.free_blocks;
+    icount += h.icount;
+    ifree += h.ifree;
+  }
+  sb->free_blocks = free_blocks;
+  sb->icount = icount;
+  sb->ifree = ifree;
+  sb->flags |= format::kSuperClean;
+  return WriteSuper(device, *sb);
+}
+
+}  // namespace walfs::fs
