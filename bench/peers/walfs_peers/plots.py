@@ -1,0 +1,107 @@
+"""PNG plots of the results table with gnuplot (Debian: gnuplot-nox).
+
+Each plot gets a .dat file beside it (whitespace separated, '-' missing) and
+a .gp script, so a plot can be redrawn or restyled by hand.
+"""
+
+import os
+
+_HEAD = 'set terminal pngcairo size 1100,650 noenhanced font ",10"\nset datafile missing "-"\nset key outside right top\nset grid ytics\n'
+
+
+def _q(s):
+    return '"' + str(s).replace('"', "'") + '"'
+
+
+def _fmt(v):
+    return "-" if v is None else f"{v:.6g}"
+
+
+def aim_plot(rows, out_dir):
+    """jobs/min vs users, one line per system.  Returns (png, script) or None."""
+    data = {}
+    for r in rows:
+        if r.get("load") == "aim-fserver" and r.get("median") is not None:
+            data.setdefault(r["system"], []).append((r["users"], r["median"], r["min"], r["max"]))
+    if not data:
+        return None
+    dat = os.path.join(out_dir, "aim.dat")
+    with open(dat, "w") as f:
+        for system, pts in data.items():
+            f.write(f"# {system}\n")
+            for u, med, lo, hi in sorted(pts):
+                f.write(f"{u} {_fmt(med)} {_fmt(lo)} {_fmt(hi)}\n")
+            f.write("\n\n")
+    png = os.path.join(out_dir, "aim.png")
+    plots = ", ".join(
+        f"{_q(dat)} index {i} using 1:2:3:4 with yerrorlines title {_q(s)}"
+        for i, s in enumerate(data))
+    gp = (_HEAD + f"set output {_q(png)}\nset title 'walfs-aim fserver: jobs/min vs users (median, min-max bars)'\n"
+          "set xlabel 'users'\nset ylabel 'jobs/min'\nset yrange [0:*]\n"
+          f"plot {plots}\n")
+    return png, gp
+
+
+def fio_plot(rows, out_dir, value, name, title, ylabel):
+    """Clustered bars: one cluster per fio job (and engine), one bar per system."""
+    cells, labels, systems = {}, [], []
+    for r in rows:
+        if r.get("load", "").startswith("fio:") and r.get(value) is not None:
+            label = r["load"][4:] + ("/" + r["engine"] if r.get("engine") not in (None, "-", "psync") else "")
+            if label not in labels:
+                labels.append(label)
+            if r["system"] not in systems:
+                systems.append(r["system"])
+            cells[(label, r["system"])] = r[value]
+    if not cells:
+        return None
+    dat = os.path.join(out_dir, name + ".dat")
+    with open(dat, "w") as f:
+        f.write("# job " + " ".join(systems) + "\n")
+        for label in labels:
+            f.write(label + " " + " ".join(_fmt(cells.get((label, s))) for s in systems) + "\n")
+    png = os.path.join(out_dir, name + ".png")
+    cols = ", ".join(
+        f"{_q(dat)} using {i + 2}:xtic(1) title {_q(s)}" for i, s in enumerate(systems))
+    gp = (_HEAD + f"set output {_q(png)}\nset title {_q(title)}\nset ylabel {_q(ylabel)}\n"
+          "set logscale y\nset style data histograms\nset style histogram clustered gap 1\n"
+          "set style fill solid 0.8 border -1\nset xtics rotate by -30\nset bmargin 6\n"
+          f"plot {cols}\n")
+    return png, gp
+
+
+def walfs_stats_plot(rows, out_dir):
+    """Grant-head sleeps and wakes per wake mode, from walfs's stats."""
+    pts = [r for r in rows if r.get("load") == "walfs-stats" and r.get("median") is not None]
+    if not pts:
+        return None
+    dat = os.path.join(out_dir, "walfs_grant.dat")
+    keys, systems, cells = [], [], {}
+    for r in pts:
+        if r["metric"] not in keys:
+            keys.append(r["metric"])
+        if r["system"] not in systems:
+            systems.append(r["system"])
+        cells[(r["system"], r["metric"])] = r["median"]
+    with open(dat, "w") as f:
+        f.write("# system " + " ".join(keys) + "\n")
+        for s in systems:
+            f.write(s + " " + " ".join(_fmt(cells.get((s, k))) for k in keys) + "\n")
+    png = os.path.join(out_dir, "walfs_grant.png")
+    cols = ", ".join(f"{_q(dat)} using {i + 2}:xtic(1) title {_q(k)}" for i, k in enumerate(keys))
+    gp = (_HEAD + f"set output {_q(png)}\nset title 'walfs grant-head sleeps and wakes per wake mode (aim run)'\n"
+          "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
+          f"set yrange [0:*]\nplot {cols}\n")
+    return png, gp
+
+
+def render(host, gnuplot, jobs, out_dir):
+    """Writes each (png, script) with gnuplot; returns the PNGs made."""
+    made = []
+    for png, gp in jobs:
+        script = os.path.splitext(png)[0] + ".gp"
+        with open(script, "w") as f:
+            f.write(gp)
+        host.run([gnuplot, script], timeout=60)
+        made.append(png)
+    return made

@@ -1,0 +1,345 @@
+"""The filesystems under test: how each is made, mounted and torn down.
+
+A System answers skip_reason(facts) without touching the machine (so the
+reasons are unit-tested), then setup(ctx) makes its image or directory,
+mounts it and returns the mount point, recording the exact commands and the
+mount options the kernel reports; teardown() undoes every step that was done,
+in reverse, and is safe to call twice.  Images and mount points live in the
+run directory (ctx.run_dir), on tmpfs unless --disk moved it.
+"""
+
+import contextlib
+import os
+import re
+
+from . import host as hostlib
+
+TOOLS = ["mkfs.xfs", "mkfs.ext4", "fuse2fs", "fusermount3", "losetup", "mount", "umount",
+         "fio", "gnuplot", "walfs-aim", "mkfs.walfs", "walfs", "walfs-bench-passthrough-ll"]
+WAKE_MODES = ["inline", "waking", "wakeq"]
+PASSTHROUGH_BIN = "walfs-bench-passthrough-ll"
+
+# mkfs.xfs (xfsprogs >= 5.19) refuses logs under 64 MiB on the command line;
+# the format and the kernel accept down to the geometry's minimum, which
+# mkfs allows when fstests' three variables are set (xfs_mkfs.c).
+XFS_TINY_LOG_ENV = {"TEST_DIR": "1", "TEST_DEV": "1", "QA_CHECK_FS": "1"}
+
+
+def parse_size(text):
+    m = re.fullmatch(r"(\d+)([kmgt]?)", text.strip().lower())
+    if not m:
+        raise ValueError(f"bad size {text!r} (use 512m, 2g, ...)")
+    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}[m.group(2)]
+
+
+class Ctx:
+    def __init__(self, host, facts, run_dir, image_size, log):
+        self.host, self.facts, self.run_dir = host, facts, run_dir
+        self.image_size, self.log = image_size, log
+
+
+class SetupError(Exception):
+    pass
+
+
+class System:
+    name = "?"
+    summary = ""
+    fuse = False
+
+    def __init__(self):
+        self._stack = contextlib.ExitStack()
+        self.info = {}
+        self.mnt = None
+
+    def skip_reason(self, facts):
+        return None
+
+    def setup(self, ctx):
+        self.info = {"image": None, "mkfs": None, "mount": None, "mount_options": None}
+        self._stack = contextlib.ExitStack()
+        try:
+            self.mnt = self._mkdir(ctx, "mnt", self.name)
+            self._setup(ctx)
+            entry = hostlib.mount_entry(self.mnt)
+            if entry:
+                self.info["mount_options"] = f"{entry[2]} {entry[3]}"
+            return self.mnt
+        except BaseException:
+            self.teardown()
+            raise
+
+    def teardown(self):
+        stack, self._stack = self._stack, contextlib.ExitStack()
+        stack.close()
+
+    def walfs_stats(self):
+        return None
+
+    # helpers for subclasses ---------------------------------------------------
+    def _setup(self, ctx):
+        raise NotImplementedError
+
+    def _mkdir(self, ctx, *parts):
+        path = os.path.join(ctx.run_dir, *parts)
+        os.makedirs(path, exist_ok=True)
+        return path
+
+    def _image(self, ctx):
+        d = self._mkdir(ctx, "img")
+        path = os.path.join(d, self.name + ".img")
+        with open(path, "wb") as f:
+            f.truncate(ctx.image_size)      # sparse
+        self._stack.callback(_unlink, path)
+        self.info["image"] = f"{path} ({ctx.image_size >> 20} MiB sparse)"
+        return path
+
+    def _run(self, ctx, cmd, env=None, record=None):
+        try:
+            res = ctx.host.run(cmd, env=env, timeout=120)
+        except hostlib.CommandFailed as e:
+            raise SetupError(e.one_line()) from None
+        if record:
+            prefix = " ".join(f"{k}={v}" for k, v in (env or {}).items())
+            self.info[record] = (prefix + " " if prefix else "") + " ".join(cmd)
+        return res
+
+    def _mount_kernel(self, ctx, fstype, source, options=None):
+        cmd = ["mount", "-t", fstype] + (["-o", options] if options else []) + [source, self.mnt]
+        self._run(ctx, cmd, record="mount")
+        self._stack.callback(hostlib.unmount, ctx.host, self.mnt)
+
+    def _spawn_fuse(self, ctx, cmd):
+        errlog = os.path.join(ctx.run_dir, self.name + ".daemon.log")
+        proc = ctx.host.spawn(cmd, errlog)
+        self.info["mount"] = " ".join(cmd)
+
+        def stop():
+            hostlib.unmount(ctx.host, self.mnt, fuse=True)
+            try:
+                proc.wait(timeout=10)
+            except Exception:
+                pass
+            ctx.host.stop(proc)
+        self._stack.callback(stop)
+        try:
+            hostlib.wait_for_mount(self.mnt, proc)
+        except RuntimeError as e:
+            with open(errlog) as f:
+                lines = [l.strip() for l in f if l.strip()]
+            raise SetupError(f"{os.path.basename(cmd[0])} {e}" + (f": {lines[-1]}" if lines else "")) from None
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _loop_reason(facts):
+    if not facts.is_root:
+        return "needs root (loop device and mount)"
+    if not facts.has_loop_control:
+        return "no /dev/loop-control (no loop device support)"
+    if not facts.tool("losetup"):
+        return "losetup not found (Debian package mount)"
+    return None
+
+
+def _fuse_reason(facts):
+    if not facts.has_fuse:
+        return "no usable /dev/fuse"
+    if not facts.is_root and not facts.tool("fusermount3"):
+        return "fusermount3 not found (Debian package fuse3)"
+    return None
+
+
+class Tmpfs(System):
+    name = "tmpfs"
+    summary = "tmpfs (memory only: the floor of software cost)"
+
+    def _setup(self, ctx):
+        if ctx.facts.is_root:
+            self._mount_kernel(ctx, "tmpfs", "walfs-peers", f"size={ctx.image_size},mode=0755")
+        else:
+            # Without root a fresh tmpfs cannot be mounted: use a directory on /dev/shm.
+            d = os.path.join("/dev/shm", f"{hostlib.RUN_PREFIX}{os.getpid()}", "tmpfs")
+            os.makedirs(d, exist_ok=True)
+            self.mnt = d
+            self.info["mount"] = f"(not root) directory {d} on /dev/shm"
+            self.info["mount_options"] = "see /dev/shm"
+            entry = hostlib.mount_entry("/dev/shm")
+            if entry:
+                self.info["mount_options"] = f"{entry[2]} {entry[3]} (/dev/shm)"
+
+
+class KernelLoop(System):
+    """A kernel filesystem on a loop device over an image file."""
+
+    def __init__(self, name, fstype, mkfs, summary, mkfs_args=(), tiny_xfs_log=False):
+        super().__init__()
+        self.name, self.fstype, self.mkfs = name, fstype, mkfs
+        self.summary, self.mkfs_args, self.tiny_xfs_log = summary, list(mkfs_args), tiny_xfs_log
+
+    def skip_reason(self, facts):
+        r = _loop_reason(facts)
+        if r:
+            return r
+        if not facts.tool(self.mkfs):
+            pkg = "xfsprogs" if "xfs" in self.mkfs else "e2fsprogs"
+            return f"{self.mkfs} not found (Debian package {pkg})"
+        return None
+
+    def _setup(self, ctx):
+        img = self._image(ctx)
+        args, env = list(self.mkfs_args), None
+        if self.tiny_xfs_log:
+            env = XFS_TINY_LOG_ENV
+            args += ["-l", f"size={xfs_min_log_blocks(ctx, img)}b"]
+        self._run(ctx, [self.mkfs] + args + [img], env=env, record="mkfs")
+        try:
+            dev = hostlib.attach_loop(ctx.host, img)
+        except hostlib.CommandFailed as e:
+            raise SetupError(e.one_line()) from None
+        self._stack.callback(hostlib.detach_loop, ctx.host, dev)
+        self.info["image"] += f" on {dev}"
+        self._mount_kernel(ctx, self.fstype, dev)
+
+
+def parse_xfs_min_log(text):
+    m = re.search(r"minimum size is (\d+) blocks", text)
+    return int(m.group(1)) if m else None
+
+
+def xfs_min_log_blocks(ctx, img):
+    """The smallest internal log mkfs.xfs makes for this geometry, in blocks."""
+    res = ctx.host.run(["mkfs.xfs", "-N", "-f", "-l", "size=512b", img],
+                       env=XFS_TINY_LOG_ENV, check=False, timeout=60)
+    blocks = parse_xfs_min_log(res.stdout + res.stderr)
+    if blocks is None:
+        raise SetupError("mkfs.xfs did not report its minimum log size")
+    return blocks
+
+
+class Fuse2fs(System):
+    name = "fuse2fs"
+    summary = "ext4 image served by fuse2fs (e2fsprogs' FUSE driver; no journalling)"
+    fuse = True
+
+    def skip_reason(self, facts):
+        r = _fuse_reason(facts)
+        if r:
+            return r
+        if not facts.tool("fuse2fs"):
+            return "fuse2fs not found (Debian package fuse2fs)"
+        if not facts.tool("mkfs.ext4"):
+            return "mkfs.ext4 not found (Debian package e2fsprogs)"
+        return None
+
+    def _setup(self, ctx):
+        img = self._image(ctx)
+        self._run(ctx, ["mkfs.ext4", "-q", "-F", img], record="mkfs")
+        self._spawn_fuse(ctx, [ctx.facts.tool("fuse2fs"), img, self.mnt, "-f"])
+
+
+class Passthrough(System):
+    name = "passthrough"
+    summary = "libfuse's example/passthrough_ll.c (3.14) over a directory on the image filesystem"
+    fuse = True
+
+    def skip_reason(self, facts):
+        r = _fuse_reason(facts)
+        if r:
+            return r
+        if not facts.tool(PASSTHROUGH_BIN):
+            return (f"{PASSTHROUGH_BIN} not built: CMake found no passthrough_ll.c "
+                    "(libfuse3-dev's examples) and fuse3 when it ran")
+        return None
+
+    def _setup(self, ctx):
+        src = self._mkdir(ctx, "passthrough.src")
+        self._stack.callback(_rmtree, src)
+        self.info["image"] = f"directory {src}"
+        self._spawn_fuse(ctx, [ctx.facts.tool(PASSTHROUGH_BIN), "-f", "-o", f"source={src}", self.mnt])
+
+
+def _rmtree(path):
+    import shutil
+    shutil.rmtree(path, ignore_errors=True)
+
+
+class Walfs(System):
+    """walfs through its FUSE mount, one wake mode, a small or the default log."""
+    fuse = True
+
+    def __init__(self, mode, small_log):
+        super().__init__()
+        self.mode, self.small_log = mode, small_log
+        self.name = f"walfs-{mode}" + ("-minlog" if small_log else "")
+        self.summary = (f"walfs, wake mode {mode}, "
+                        + ("the smallest log mkfs.walfs accepts" if small_log else "the default log"))
+
+    def skip_reason(self, facts):
+        if not facts.tool("walfs"):
+            return "build/bin/walfs does not exist yet (the FUSE mount is an open issue)"
+        if not facts.tool("mkfs.walfs"):
+            return "mkfs.walfs not built"
+        return _fuse_reason(facts)
+
+    def _setup(self, ctx):
+        img = self._image(ctx)
+        mkfs = ctx.facts.tool("mkfs.walfs")
+        args = []
+        if self.small_log:
+            res = ctx.host.run([mkfs, "-f", img, "-l", "size=4096"], check=False, timeout=60)
+            least = parse_walfs_min_log(res.stdout + res.stderr)
+            if least is None:
+                raise SetupError("mkfs.walfs did not report its minimum log size")
+            args = ["-l", f"size={least}"]
+        self._run(ctx, [mkfs, "-q", "-f"] + args + [img], record="mkfs")
+        self._spawn_fuse(ctx, [ctx.facts.tool("walfs"), img, self.mnt, "-f", "-o", f"wake={self.mode}"])
+
+    def walfs_stats(self):
+        return read_walfs_stats(os.path.join(self.mnt, ".walfs", "stats"))
+
+
+def parse_walfs_min_log(text, block=4096):
+    m = re.search(r"at least (\d+) bytes", text)
+    if not m:
+        return None
+    return -(-int(m.group(1)) // block) * block
+
+
+def read_walfs_stats(path):
+    """'name value' or 'name: value' lines of walfs's stats file -> {name: number}."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    stats = {}
+    for line in text.splitlines():
+        m = re.match(r"\s*([\w./-]+)\s*[:=]?\s+(-?\d+(?:\.\d+)?)\s*$", line)
+        if m:
+            stats[m.group(1)] = float(m.group(2))
+    return stats
+
+
+def all_systems():
+    systems = [
+        Tmpfs(),
+        KernelLoop("ext4", "ext4", "mkfs.ext4", "kernel ext4 on a loop device (default journal)",
+                   mkfs_args=["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"]),
+        KernelLoop("xfs", "xfs", "mkfs.xfs", "kernel XFS on a loop device, default log",
+                   mkfs_args=["-q", "-f"]),
+        KernelLoop("xfs-minlog", "xfs", "mkfs.xfs",
+                   "kernel XFS on a loop device, the smallest log mkfs.xfs makes",
+                   mkfs_args=["-q", "-f"], tiny_xfs_log=True),
+        Fuse2fs(),
+        Passthrough(),
+    ]
+    for small in (True, False):
+        for mode in WAKE_MODES:
+            systems.append(Walfs(mode, small))
+    return systems

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""ctest peers_smoke: walfs-peers --quick on what CI can set up, and its outputs.
+
+tmpfs always; ext4, XFS and XFS with the smallest log on loop devices, which
+the runner itself skips with a reason when not root or without
+/dev/loop-control.  Checks the exit status, the printed table, and that the
+CSV and JSON hold the same rows with numbers for every system that ran.
+Usage: peers_smoke.py WALFS_PEERS OUT_DIR
+"""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+SYSTEMS = ["tmpfs", "ext4", "xfs", "xfs-minlog"]
+
+
+def fail(msg):
+    print(f"peers_smoke: FAIL: {msg}")
+    sys.exit(1)
+
+
+def main():
+    peers, out = sys.argv[1], sys.argv[2]
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [peers, "--quick", "--systems", ",".join(SYSTEMS), "--out", out]
+    print("$ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    print(p.stdout)
+    if p.returncode != 0:
+        fail(f"walfs-peers exited {p.returncode}")
+    for heading in ("## env", "## systems", "## results", "| system | load | engine |"):
+        if heading not in p.stdout:
+            fail(f"printed output lacks {heading!r}")
+    with open(os.path.join(out, "results.json")) as f:
+        rows = json.load(f)
+    with open(os.path.join(out, "results.csv")) as f:
+        csv_rows = list(csv.DictReader(f))
+    if len(rows) != len(csv_rows):
+        fail(f"JSON has {len(rows)} rows, CSV {len(csv_rows)}")
+    results = [r for r in rows if r["table"] == "results"]
+    ran = {r["system"] for r in rows if r["table"] == "systems" and r["status"] == "ran"}
+    if "tmpfs" not in ran:
+        fail("tmpfs did not run")
+    for system in SYSTEMS:
+        mine = [r for r in results if r["system"] == system]
+        if system in ran:
+            loads = {r["load"] for r in mine if r["median"] is not None}
+            if "aim-fserver" not in loads or not any(l.startswith("fio:") for l in loads):
+                fail(f"{system} ran but has no aim and fio numbers: {sorted(loads)}")
+            if any((r["note"] or "").startswith("failed") for r in mine):
+                fail(f"{system} has failed cells")
+        elif not (len(mine) == 1 and (mine[0]["note"] or "").startswith("skipped: ")):
+            fail(f"{system} neither ran nor was skipped with a reason")
+        else:
+            print(f"peers_smoke: {system} {mine[0]['note']}")
+    print(f"peers_smoke: ok ({', '.join(sorted(ran))} ran)")
+
+
+if __name__ == "__main__":
+    main()
