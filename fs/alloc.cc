@@ -1,6 +1,8 @@
 #include "fs/alloc.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <limits>
 
 #include <fmt/format.h>
@@ -34,12 +36,17 @@ struct BitmapView {
 Result<BufRef> Allocator::HoldAgHeader(FsTransaction* tx, std::uint32_t agno, AgHeader* header)
     NO_THREAD_SAFETY_ANALYSIS {
   WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), BlockType::kAgHeader));
-  tx->Hold(agh);
-  // The header verified when it was read; decode the counters it holds now.
+  if (!tx->HoldAgHeader(agh, agno))
+    return Status::WouldBlock(fmt::format("AG {} is busy and lower than an AG this transaction holds", agno));
+  // The header verified when it was read (its counts against the geometry);
+  // decode the counters it holds now.
   const char* p = reinterpret_cast<const char*>(agh->data().data());
   header->agno = agno;
-  header->length = DecodeFixed32(p + 52);
+  header->length = sb_->AgLength(agno);
   header->free_blocks = DecodeFixed32(p + kAgHeaderFreeOffset);
+  if (header->free_blocks > header->length)
+    return Status::Corruption(fmt::format("AG {} header: {} free blocks in {}", agno,
+                                          header->free_blocks, header->length));
   return agh;
 }
 
@@ -49,20 +56,27 @@ void Allocator::LogAgFree(FsTransaction* tx, const BufRef& agh, std::uint32_t fr
   tx->LogRange(agh, kAgHeaderFreeOffset, kAgHeaderFreeOffset + 3);
 }
 
-bool Allocator::IsBusy(std::uint32_t agno, std::uint32_t agblock, std::uint32_t count) {
+Allocator::BusyKind Allocator::IsBusy(std::uint32_t agno, std::uint32_t agblock,
+                                      std::uint32_t count) {
   const std::uint64_t committed = log_->cil().committed_seq();
   MutexLock l(&mu_);
   auto ag = busy_.find(agno);
-  if (ag == busy_.end()) return false;
+  if (ag == busy_.end()) return BusyKind::kNone;
   auto& runs = ag->second;
-  // Forget what is on disk.
-  for (auto it = runs.begin(); it != runs.end();) it = it->second.seq <= committed ? runs.erase(it) : std::next(it);
+  BusyKind kind = BusyKind::kNone;
   auto it = runs.upper_bound(agblock);
-  if (it != runs.begin()) {
-    auto prev = std::prev(it);
-    if (prev->first + prev->second.count > agblock) return true;
+  if (it != runs.begin()) --it;
+  while (it != runs.end() && it->first < agblock + count) {
+    if (it->second.seq <= committed) {  // on disk now: forget it
+      it = runs.erase(it);
+      continue;
+    }
+    if (it->first + it->second.count > agblock)
+      kind = it->second.seq == kPendingSeq && kind == BusyKind::kNone ? BusyKind::kPending
+                                                                       : BusyKind::kCommittable;
+    ++it;
   }
-  return it != runs.end() && it->first < agblock + count;
+  return kind;
 }
 
 Status Allocator::SetBits(FsTransaction* tx, std::uint32_t agno, std::uint32_t agblock,
@@ -106,7 +120,10 @@ Result<Extent> Allocator::AllocInAg(FsTransaction* tx, std::uint32_t agno,
                                     bool* saw_busy) {
   AgHeader h;
   WALFS_ASSIGN_OR_RETURN(BufRef agh, HoldAgHeader(tx, agno, &h));
-  if (h.free_blocks < r.min) return Status::NoSpace(fmt::format("AG {} is full", agno));
+  if (h.free_blocks < r.min) {
+    tx->Release(agh);  // nothing changed here: let others in
+    return Status::NoSpace(fmt::format("AG {} is full", agno));
+  }
   BitmapView view{*sb_, {}};
   for (std::uint32_t i = 0; i < sb_->bitmap_blocks; ++i) {
     WALFS_ASSIGN_OR_RETURN(BufRef bm, cache_->Read(sb_->AgStart(agno) + format::AgBitmapStart() + i,
@@ -134,16 +151,17 @@ Result<Extent> Allocator::AllocInAg(FsTransaction* tx, std::uint32_t agno,
         b = aligned(b + n);
         continue;
       }
-      if (IsBusy(agno, b, n)) {
+      if (const BusyKind kind = IsBusy(agno, b, n); kind != BusyKind::kNone) {
         // Use the part before the first busy block if it is long enough;
         // otherwise move on.
         std::uint32_t ok = 0;
-        while (ok < n && !IsBusy(agno, b + ok, 1)) ++ok;
+        while (ok < n && IsBusy(agno, b + ok, 1) == BusyKind::kNone) ++ok;
         {
           MutexLock l(&mu_);
           ++stats_.busy_skips;
         }
-        *saw_busy = true;
+        // Only space a log force can free counts (not this transaction's own).
+        if (kind == BusyKind::kCommittable) *saw_busy = true;
         if (ok < r.min) {
           b = aligned(b + ok + 1);
           continue;
@@ -155,6 +173,7 @@ Result<Extent> Allocator::AllocInAg(FsTransaction* tx, std::uint32_t agno,
       return Extent{0, sb_->AgStart(agno) + b, n, false};
     }
   }
+  tx->Release(agh);
   return Status::NoSpace(fmt::format("AG {} has no free run of {} blocks", agno, r.min));
 }
 
@@ -165,16 +184,14 @@ Result<Extent> Allocator::Alloc(FsTransaction* tx, const AllocRequest& r) {
     goal_ag = static_cast<std::uint32_t>((r.goal - sb_->data_start()) / sb_->ag_blocks);
     goal_agblock = static_cast<std::uint32_t>(r.goal - sb_->AgStart(goal_ag));
   }
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    bool saw_busy = false;
-    // Ascending AG order from the goal's AG (AG header locks are taken in
-    // that order), then -- without waiting -- the AGs before it.
-    for (std::uint32_t i = 0; i < sb_->ag_count; ++i) {
+  constexpr int kAttempts = 4;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    bool saw_busy = false, skipped = false;
+    // Ascending AG order from the goal's AG; AGs below one the transaction
+    // holds are only try-locked (FsTransaction::HoldAgHeader).
+    const std::uint32_t ags = r.goal_ag_only ? 1 : sb_->ag_count;
+    for (std::uint32_t i = 0; i < ags; ++i) {
       const std::uint32_t agno = (goal_ag + i) % sb_->ag_count;
-      if (agno < goal_ag) {
-        WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), BlockType::kAgHeader));
-        if (!tx->TryHold(agh)) continue;
-      }
       Result<Extent> e = AllocInAg(tx, agno, r, agno == goal_ag ? goal_agblock : 0, &saw_busy);
       if (e.ok()) {
         MutexLock l(&mu_);
@@ -182,15 +199,26 @@ Result<Extent> Allocator::Alloc(FsTransaction* tx, const AllocRequest& r) {
         stats_.blocks_allocated += e->length;
         return e;
       }
+      if (e.status().code() == StatusCode::kWouldBlock) {
+        skipped = true;
+        continue;
+      }
       if (!e.status().IsNoSpace()) return e.status();
     }
-    if (!saw_busy) break;
-    // Only freed-but-not-yet-durable space is left: make it durable.
-    {
-      MutexLock l(&mu_);
-      ++stats_.busy_forces;
+    if (attempt + 1 == kAttempts) break;
+    if (saw_busy) {
+      // Freed-but-not-yet-durable space: make it durable and look again.
+      {
+        MutexLock l(&mu_);
+        ++stats_.busy_forces;
+      }
+      WALFS_RETURN_IF_ERROR(log_->Force());
+    } else if (skipped) {
+      // An AG we may not wait for was busy: give its holder a moment.
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } else {
+      break;
     }
-    WALFS_RETURN_IF_ERROR(log_->Force());
   }
   return Status::NoSpace(fmt::format("no free run of {} blocks", r.min));
 }
@@ -208,8 +236,10 @@ Status Allocator::Free(FsTransaction* tx, std::uint64_t block, std::uint32_t cou
   // A double free is found before anything changes (the caller then fails
   // the filesystem: its metadata disagrees with itself).
   WALFS_RETURN_IF_ERROR(CheckBits(agno, agblock, count, /*used=*/true));
-  // Busy until the checkpoint holding this free is on disk.  Registered now,
-  // before anyone else can see the bits clear (they hold the AG header).
+  WALFS_RETURN_IF_ERROR(SetBits(tx, agno, agblock, count, false));
+  LogAgFree(tx, agh, h.free_blocks + count);
+  // Busy until the checkpoint holding this free is on disk.  Nobody else
+  // sees the bits clear before this transaction lets go of the AG header.
   {
     MutexLock l(&mu_);
     busy_[agno][agblock] = Busy{count, kPendingSeq};
@@ -223,8 +253,6 @@ Status Allocator::Free(FsTransaction* tx, std::uint64_t block, std::uint32_t cou
     auto it = ag->second.find(agblock);
     if (it != ag->second.end()) it->second.seq = seq;
   });
-  WALFS_RETURN_IF_ERROR(SetBits(tx, agno, agblock, count, false));
-  LogAgFree(tx, agh, h.free_blocks + count);
   return Status::Ok();
 }
 

@@ -6,9 +6,13 @@
 // Allocation takes the AG header buffer first (it serializes every change to
 // that AG's bitmap, so the bitmap can be scanned without its own locks), then
 // the bitmap blocks it changes.  It prefers the goal's AG and the first free
-// run at or after the goal, then the other AGs in order.  The AG header's
+// run at or after the goal, then the other AGs in order; an AG lower than
+// one the transaction already holds is only try-locked, so no two
+// transactions ever wait for each other's AGs in opposite orders.  An AG
+// that yields nothing is released again unless the transaction changed it.  The AG header's
 // free count is logged with every change; the superblock's counters are lazy
-// (written at unmount, recomputed after a crash).
+// (summed from the AG headers at a clean unmount; fsck rewrites them after
+// a replay).
 //
 // Busy extents (XFS's xfs_extent_busy): blocks freed by a transaction are
 // not reused until the checkpoint that freed them is on disk -- otherwise a
@@ -37,6 +41,7 @@ struct AllocRequest {
   std::uint32_t min = 1;    // fail unless at least this many contiguous blocks
   std::uint32_t want = 1;   // as many as this if a run that long is free
   std::uint32_t align = 1;  // the first block's AG-relative number is a multiple of this
+  bool goal_ag_only = false;  // do not look beyond the goal's AG
 };
 
 struct AllocStats {
@@ -54,7 +59,12 @@ class Allocator {
   // NoSpace when no AG has a free, non-busy run of `min` blocks.
   Result<format::Extent> Alloc(FsTransaction* tx, const AllocRequest& request);
   // Frees [block, block + count) (one AG).  Freeing a free block is
-  // Corruption (a double free: the filesystem shuts down).
+  // Corruption (a double free: the filesystem shuts down).  WouldBlock,
+  // with nothing changed, when the AG is lower than one the transaction
+  // already holds and another transaction has it: frees must go in
+  // ascending AG order, or into a new transaction step.  A metadata block
+  // being freed must be cancelled (BufLogItem::MarkCancelled) by the caller,
+  // so that no stale copy of it is written back over the next owner.
   Status Free(FsTransaction* tx, std::uint64_t block, std::uint32_t count);
 
   AllocStats Stats() const;
@@ -73,8 +83,10 @@ class Allocator {
   Status SetBits(FsTransaction* tx, std::uint32_t agno, std::uint32_t agblock, std::uint32_t count,
                  bool used);
   // Whether [agblock, +count) of AG agno overlaps space freed by a checkpoint
-  // that is not on disk yet; prunes what is on disk.
-  bool IsBusy(std::uint32_t agno, std::uint32_t agblock, std::uint32_t count);
+  // that is not on disk yet (kCommittable: a log force frees it), or by a
+  // transaction not yet committed (kPending); prunes what is on disk.
+  enum class BusyKind { kNone, kPending, kCommittable };
+  BusyKind IsBusy(std::uint32_t agno, std::uint32_t agblock, std::uint32_t count);
 
   BufCache* const cache_;
   journal::Log* const log_;

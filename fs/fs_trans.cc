@@ -11,6 +11,18 @@ Result<FsTransaction> FsTransaction::Begin(journal::Log* log, journal::TransType
   return FsTransaction(log, std::move(tx));
 }
 
+FsTransaction::FsTransaction(FsTransaction&& other) noexcept
+    : log_(other.log_),
+      tx_(std::move(other.tx_)),
+      held_(std::move(other.held_)),
+      logged_(std::move(other.logged_)),
+      on_commit_(std::move(other.on_commit_)),
+      held_ags_(std::move(other.held_ags_)),
+      highest_ag_(other.highest_ag_),
+      done_(other.done_) {
+  other.done_ = true;
+}
+
 FsTransaction::~FsTransaction() {
   if (!done_) Cancel();
 }
@@ -35,11 +47,37 @@ bool FsTransaction::TryHold(const BufRef& buf) NO_THREAD_SAFETY_ANALYSIS {
   return true;
 }
 
+bool FsTransaction::HoldAgHeader(const BufRef& agh, std::uint32_t agno) {
+  if (Holds(agh)) return true;
+  if (static_cast<std::int64_t>(agno) >= highest_ag_) {
+    Hold(agh);
+  } else if (!TryHold(agh)) {
+    return false;
+  }
+  held_ags_.emplace_back(agh.get(), agno);
+  highest_ag_ = std::max<std::int64_t>(highest_ag_, agno);
+  return true;
+}
+
+void FsTransaction::Release(const BufRef& buf) NO_THREAD_SAFETY_ANALYSIS {
+  if (std::find(logged_.begin(), logged_.end(), buf.get()) != logged_.end()) return;
+  auto it = std::find_if(held_.begin(), held_.end(), [&](const BufRef& b) { return b.get() == buf.get(); });
+  if (it == held_.end()) return;
+  (*it)->Unlock();
+  held_.erase(it);
+  // An AG header let go no longer bounds the order of later waits.
+  std::erase_if(held_ags_, [&](const auto& h) { return h.first == buf.get(); });
+  highest_ag_ = -1;
+  for (const auto& [item, agno] : held_ags_) highest_ag_ = std::max<std::int64_t>(highest_ag_, agno);
+}
+
 void FsTransaction::LogRange(const BufRef& buf, std::uint32_t first,
                              std::uint32_t last) NO_THREAD_SAFETY_ANALYSIS {
   WALFS_CHECK_MSG(Holds(buf), "logging a buffer the transaction does not hold");
   buf->LogRange(first, last);
   tx_.Join(buf.get());
+  if (std::find(logged_.begin(), logged_.end(), buf.get()) == logged_.end())
+    logged_.push_back(buf.get());
 }
 
 void FsTransaction::UnlockAll() NO_THREAD_SAFETY_ANALYSIS {
@@ -59,6 +97,10 @@ Result<std::uint64_t> FsTransaction::Commit() {
 
 Status FsTransaction::Roll() {
   WALFS_CHECK(!done_);
+  // Relog what we keep locked: each held buffer with changes not yet on
+  // disk goes into this step's commit (Format() carries every dirty chunk),
+  // moving it forward in the log before the next step waits for space.
+  for (const BufRef& b : held_) tx_.Join(b.get());
   Status s = tx_.Roll();
   if (!s.ok()) {
     done_ = true;

@@ -28,7 +28,7 @@ namespace walfs::fs {
 class FsTransaction {
  public:
   static Result<FsTransaction> Begin(journal::Log* log, journal::TransType type);
-  FsTransaction(FsTransaction&& other) noexcept = default;
+  FsTransaction(FsTransaction&& other) noexcept;
   FsTransaction& operator=(FsTransaction&&) = delete;
   ~FsTransaction();  // cancels (and unlocks) a live transaction
 
@@ -36,6 +36,13 @@ class FsTransaction {
   void Hold(const BufRef& buf);
   // The same without waiting: false if another transaction holds it.
   bool TryHold(const BufRef& buf);
+  // AG headers are locked in ascending AG order (XFS's t_highest_agno): an
+  // AG at or above the highest one this transaction holds is waited for;
+  // a lower one only try-locked.  False if that try failed.
+  bool HoldAgHeader(const BufRef& agh, std::uint32_t agno);
+  // Unlocks a held buffer this transaction has not logged (XFS's brelse);
+  // a logged one stays held until commit.
+  void Release(const BufRef& buf);
   bool Holds(const BufRef& buf) const;
   // Logs bytes [first, last] of a held buffer.
   void LogRange(const BufRef& buf, std::uint32_t first, std::uint32_t last);
@@ -45,6 +52,10 @@ class FsTransaction {
   void OnCommit(std::function<void(std::uint64_t seq)> hook) { on_commit_.push_back(std::move(hook)); }
 
   Result<std::uint64_t> Commit();
+  // Commits this step and starts the next, keeping the buffers locked and
+  // relogging them in the new step, so that a held buffer never pins the
+  // log's tail while the next step waits for log space (XFS relogs held
+  // items across a roll for the same reason).
   Status Roll();
   void Cancel();
 
@@ -58,7 +69,10 @@ class FsTransaction {
   journal::Log* log_;
   journal::Transaction tx_;
   std::vector<BufRef> held_;
+  std::vector<const journal::BufLogItem*> logged_;  // held buffers logged by this transaction
   std::vector<std::function<void(std::uint64_t)>> on_commit_;
+  std::vector<std::pair<const journal::BufLogItem*, std::uint32_t>> held_ags_;  // AG headers held
+  std::int64_t highest_ag_ = -1;  // the highest AG whose header it holds
   bool done_ = false;
 };
 

@@ -66,6 +66,10 @@ class Checker {
   Status Run() {
     WALFS_RETURN_IF_ERROR(ReadSuperblock());
     CheckLog();
+    // A log not replayed means the metadata on disk is behind it: checking
+    // it would report the log's contents as damage (xfs_repair -n stops
+    // here too).
+    if (r_->log_dirty && !o_.replay) return Status::Ok();
     claimed_.assign(r_->sb.total_blocks, false);
     for (std::uint64_t b = 0; b < r_->sb.data_start(); ++b) claimed_[b] = true;  // sb + log
     r_->blocks_in_use = r_->sb.data_start();

@@ -71,16 +71,15 @@ void InodeAllocator::PutRecord(FsTransaction* tx, const MapSlot& s) {
   tx->LogRange(s.block, off, off + static_cast<std::uint32_t>(format::kImapRecordSize) - 1);
 }
 
-Result<InodeAllocator::MapSlot> InodeAllocator::NewChunk(FsTransaction* tx, std::uint32_t agno) {
+Result<InodeAllocator::MapSlot> InodeAllocator::NewChunk(FsTransaction* tx, std::uint32_t agno,
+                                                         const BufRef& agh) {
+  // The map slot first: a full map must not leave an orphan chunk behind.
+  WALFS_ASSIGN_OR_RETURN(MapSlot slot, FindRecord(tx, agno, Find::kEmpty, 0));
   const std::uint32_t bpc = sb_->blocks_per_chunk();
   WALFS_ASSIGN_OR_RETURN(format::Extent e,
                          alloc_->Alloc(tx, {.goal = sb_->AgStart(agno), .min = bpc, .want = bpc,
-                                            .align = bpc}));
-  const auto chunk_ag = static_cast<std::uint32_t>((e.disk_block - sb_->data_start()) / sb_->ag_blocks);
-  const auto start = static_cast<std::uint32_t>(e.disk_block - sb_->AgStart(chunk_ag));
-  // The block allocator holds the chunk's AG header already.
-  WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(chunk_ag), BlockType::kAgHeader));
-  tx->Hold(agh);
+                                            .align = bpc, .goal_ag_only = true}));
+  const auto start = static_cast<std::uint32_t>(e.disk_block - sb_->AgStart(agno));
   // Its 64 inodes, all free, written whole.
   for (std::uint32_t b = 0; b < bpc; ++b) {
     WALFS_ASSIGN_OR_RETURN(BufRef blk, cache_->Get(e.disk_block + b, BlockType::kInodes));
@@ -94,8 +93,6 @@ Result<InodeAllocator::MapSlot> InodeAllocator::NewChunk(FsTransaction* tx, std:
     }
     tx->LogRange(blk, 0, sb_->block_size - 1);
   }
-  // A map slot for it: every inode free.
-  WALFS_ASSIGN_OR_RETURN(MapSlot slot, FindRecord(tx, chunk_ag, Find::kEmpty, 0));
   slot.rec = ImapRecord{start, sb_->inodes_per_chunk, ~std::uint64_t{0}};
   PutRecord(tx, slot);
   AddToAgCounts(tx, agh, static_cast<int>(sb_->inodes_per_chunk),
@@ -106,25 +103,28 @@ Result<InodeAllocator::MapSlot> InodeAllocator::NewChunk(FsTransaction* tx, std:
 Result<std::uint64_t> InodeAllocator::AllocInAg(FsTransaction* tx, std::uint32_t agno,
                                                 const InodeCore& init) {
   WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), BlockType::kAgHeader));
-  tx->Hold(agh);
+  if (!tx->HoldAgHeader(agh, agno))
+    return Status::WouldBlock(fmt::format("AG {} is busy and lower than an AG this transaction holds", agno));
   Result<MapSlot> found = FindRecord(tx, agno, Find::kFree, 0);
   MapSlot s;
   if (found.ok()) {
     s = std::move(found).value();
   } else {
     if (found.status().code() != StatusCode::kNotFound) return found.status();
-    WALFS_ASSIGN_OR_RETURN(s, NewChunk(tx, agno));
+    Result<MapSlot> fresh = NewChunk(tx, agno, agh);
+    if (!fresh.ok()) {
+      if (fresh.status().IsNoSpace()) tx->Release(agh);  // untouched unless logged
+      return fresh.status();
+    }
+    s = std::move(fresh).value();
   }
-  // The lowest free inode of the chunk.
+  if (s.rec.free_mask == 0)
+    return Status::Corruption(fmt::format("AG {} inode map: a record counts {} free inodes but "
+                                          "marks none",
+                                          agno, s.rec.free_count));
+  // The lowest free inode of the chunk; checked before anything changes.
   const int index = __builtin_ctzll(s.rec.free_mask);
-  s.rec.free_mask &= ~(std::uint64_t{1} << index);
-  s.rec.free_count -= 1;
-  PutRecord(tx, s);
-  const std::uint32_t chunk_ag = static_cast<std::uint32_t>(
-      (s.block->blkno() - sb_->data_start()) / sb_->ag_blocks);
-  WALFS_ASSIGN_OR_RETURN(BufRef chunk_agh, cache_->Read(sb_->AgStart(chunk_ag), BlockType::kAgHeader));
-  AddToAgCounts(tx, chunk_agh, 0, -1, 0);
-  const std::uint64_t first_block = sb_->AgStart(chunk_ag) + s.rec.start;
+  const std::uint64_t first_block = sb_->AgStart(agno) + s.rec.start;
   const std::uint64_t ino = first_block * sb_->inodes_per_block() + static_cast<std::uint64_t>(index);
   WALFS_ASSIGN_OR_RETURN(BufRef blk, cache_->Read(BlockOf(ino), BlockType::kInodes));
   tx->Hold(blk);
@@ -132,6 +132,10 @@ Result<std::uint64_t> InodeAllocator::AllocInAg(FsTransaction* tx, std::uint32_t
   WALFS_ASSIGN_OR_RETURN(InodeCore old, format::DecodeInode(raw, ino));
   if (!old.free())
     return Status::Corruption(fmt::format("inode {} is free in the inode map but in use", ino));
+  s.rec.free_mask &= ~(std::uint64_t{1} << index);
+  s.rec.free_count -= 1;
+  PutRecord(tx, s);
+  AddToAgCounts(tx, agh, 0, -1, 0);
   InodeCore n = std::move(init);
   n.ino = ino;
   n.generation = old.generation + 1;  // a reused number is a different file
@@ -147,12 +151,9 @@ Result<std::uint64_t> InodeAllocator::Alloc(FsTransaction* tx, std::uint32_t pre
   // without waiting (the block allocator's rule).
   for (std::uint32_t i = 0; i < sb_->ag_count; ++i) {
     const std::uint32_t agno = (preferred_ag % sb_->ag_count + i) % sb_->ag_count;
-    if (agno < preferred_ag % sb_->ag_count) {
-      WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), BlockType::kAgHeader));
-      if (!tx->TryHold(agh)) continue;
-    }
     Result<std::uint64_t> ino = AllocInAg(tx, agno, init);
-    if (ino.ok() || !ino.status().IsNoSpace()) return ino;
+    if (ino.ok()) return ino;
+    if (!ino.status().IsNoSpace() && ino.status().code() != StatusCode::kWouldBlock) return ino;
   }
   return Status::NoSpace("no free inode and no room for a new inode chunk");
 }
@@ -164,8 +165,13 @@ Status InodeAllocator::Free(FsTransaction* tx, std::uint64_t ino) {
   const std::uint32_t agno = AgOf(ino);
   const auto agblock = static_cast<std::uint32_t>(block - sb_->AgStart(agno));
   const std::uint32_t chunk_start = agblock / sb_->blocks_per_chunk() * sb_->blocks_per_chunk();
+  if (agblock < format::AgFirstFree(*sb_) || agblock >= sb_->AgLength(agno) || chunk_start == 0)
+    return Status::Corruption(fmt::format("freeing inode {}: block {} holds no inode chunk", ino, block));
   WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), BlockType::kAgHeader));
-  tx->Hold(agh);
+  if (!tx->HoldAgHeader(agh, agno))
+    return Status::WouldBlock(fmt::format("freeing inode {}: AG {} is busy and lower than an AG "
+                                          "this transaction holds",
+                                          ino, agno));
   WALFS_ASSIGN_OR_RETURN(MapSlot s, FindRecord(tx, agno, Find::kChunk, chunk_start));
   const std::uint64_t first_ino = (sb_->AgStart(agno) + chunk_start) * sb_->inodes_per_block();
   const std::uint32_t index = static_cast<std::uint32_t>(ino - first_ino);

@@ -7,10 +7,12 @@
 //   WALFS_ASSIGN_OR_RETURN(std::uint64_t ino, ialloc.Alloc(&tx, parent_ag, init));
 //   WALFS_RETURN_IF_ERROR(ialloc.Free(&tx, ino));
 //
-// Locking: the AG header buffer first (as the block allocator), then the
-// inode map block, then the inode's chunk block.  A new chunk's blocks come
-// from the block allocator (chunk-aligned, so the inode numbers it implies
-// are valid) in the same transaction.
+// Locking: the AG header buffer first, in the block allocator's order
+// (FsTransaction::HoldAgHeader), then the inode map block, then the inode's
+// chunk block (a new chunk's blocks before its map block; all under the AG
+// header).  A new chunk's blocks come from the block allocator in the same
+// AG, chunk-aligned so the inode numbers they imply are valid, in the same
+// transaction.
 #pragma once
 
 #include <cstdint>
@@ -55,8 +57,8 @@ class InodeAllocator {
   };
   Result<std::uint64_t> AllocInAg(FsTransaction* tx, std::uint32_t agno,
                                   const format::InodeCore& init);
-  // Adds a chunk to AG agno (or wherever the block allocator found room).
-  Result<MapSlot> NewChunk(FsTransaction* tx, std::uint32_t agno);
+  // Adds a chunk to AG agno (whose header `agh` the transaction holds).
+  Result<MapSlot> NewChunk(FsTransaction* tx, std::uint32_t agno, const BufRef& agh);
   // A record with a free inode (NotFound if none), the record of the chunk
   // at `chunk_start` (Corruption if none), or an unused slot (NoSpace).
   enum class Find { kFree, kChunk, kEmpty };

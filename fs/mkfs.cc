@@ -108,7 +108,7 @@ Result<Superblock> PlanFilesystem(std::uint64_t device_bytes, const MkfsOptions&
     agcount = std::max<std::uint32_t>(agcount,
                                       static_cast<std::uint32_t>(DivUp(data_blocks * bs, kMaxAgBytes)));
   }
-  if (agcount == 0 || agcount > 65536)
+  if (agcount == 0 || agcount > format::kMaxAgCount)
     return Status::InvalidArgument(fmt::format("{} allocation groups", agcount));
   const std::uint64_t ag_blocks = DivUp(data_blocks, agcount);
   if (ag_blocks * bs > kMaxAgBytes || ag_blocks > 0xffffffffull)

@@ -159,9 +159,12 @@ PushResult BufLogItem::Push() {
     } else {
       // The stamp says "every change logged up to checkpoint `lsn` is in
       // this block": recovery skips those versions (buf_log_format.h).
+      // Stamp and seal the buffer itself, not only the copy: the stamp may
+      // land inside checksummed bytes (an inode block keeps its LSN in its
+      // first inode), and the in-memory block must stay valid for readers.
       StampBufLsn({block_, block_size_}, lsn_offset_, lsn);
+      if (seal_) seal_({block_, block_size_});
       std::memcpy(snapshot_.get(), block_, block_size_);
-      if (seal_) seal_({snapshot_.get(), block_size_});
       std::fill(redirtied_.begin(), redirtied_.end(), 0u);
       req = IoRequest::Write(blkno_ * block_size_, snapshot_.get(), block_size_, 0,
                              [this](Status s) { WriteDone(std::move(s)); });

@@ -68,8 +68,9 @@ struct BufLogItemOptions {
   std::uint32_t lsn_offset = kBufNoLsn;
   Ail* ail = nullptr;  // required
   // The block's type, logged with it (BufLogFormat::type), and the hook that
-  // recomputes its checksums (and anything else derived from its bytes) on
-  // the snapshot written back, after the LSN stamp.  Recovery calls the
+  // recomputes its checksums (and anything else derived from its bytes) at
+  // writeback, after the LSN stamp, on the buffer (under its lock) before
+  // the copy is written.  Recovery calls the
   // same hook, by type, on the blocks it replays (RecoverOptions::seal).
   std::uint8_t type = 0;
   std::function<void(std::span<std::byte>)> seal{};

@@ -1,5 +1,7 @@
 #include "journal/reservation.h"
 
+#include <algorithm>
+
 #include "base/check.h"
 #include "journal/cil.h"
 #include "journal/log_writer.h"
@@ -24,7 +26,12 @@ struct Cost {
   std::int32_t DirChange() const { return Bufs(g.dir_levels + 1); }
   // An inode allocated or freed: the AG header, the inode index path and the
   // inode chunk's first block, plus a block allocation for a new chunk.
-  std::int32_t InodeAlloc() const { return Bufs(2 + g.inode_levels) + Alloc(); }
+  // A new chunk is logged whole: 64 inodes, in as many blocks as they take.
+  std::int32_t InodeChunk() const {
+    const std::int32_t blocks = std::max(1, 64 * g.inode_size / g.block_size);
+    return 64 * g.inode_size + blocks * ReservationTable::kBufOverhead;
+  }
+  std::int32_t InodeAlloc() const { return Bufs(2 + g.inode_levels) + Alloc() + InodeChunk(); }
   std::int32_t ExtentChange() const { return Bufs(g.extent_levels); }
 };
 

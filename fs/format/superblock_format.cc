@@ -115,7 +115,13 @@ Result<Superblock> DecodeSuperblock(std::span<const std::byte> in, std::uint64_t
   if (sb.inodes_per_chunk != kInodesPerChunk || sb.inodes_per_chunk < sb.inodes_per_block())
     return bad(fmt::format("{} inodes per chunk", sb.inodes_per_chunk));
   if (sb.ag_count == 0 || sb.ag_blocks == 0) return bad("no allocation groups");
+  if (sb.ag_count > kMaxAgCount) return bad(fmt::format("{} allocation groups", sb.ag_count));
   if (sb.log_start == 0 || sb.log_blocks == 0) return bad("no log");
+  if (sb.log_start >= sb.total_blocks || sb.log_blocks >= sb.total_blocks - sb.log_start)
+    return bad(fmt::format("log of {} blocks at block {} does not fit {} blocks", sb.log_blocks,
+                           sb.log_start, sb.total_blocks));
+  if (std::uint64_t{sb.log_blocks} * (sb.block_size / 512) > 0x7fffffffull)
+    return bad(fmt::format("log of {} blocks is larger than 1 TiB", sb.log_blocks));
   if (sb.total_blocks < sb.data_start() ||
       sb.total_blocks - sb.data_start() <= std::uint64_t{sb.ag_count - 1} * sb.ag_blocks ||
       sb.total_blocks - sb.data_start() > std::uint64_t{sb.ag_count} * sb.ag_blocks)

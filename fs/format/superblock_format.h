@@ -33,6 +33,7 @@ inline constexpr std::uint32_t kMaxBlockSize = 32768;  // at most a chunk of ino
 inline constexpr std::uint32_t kInodeSize = 512;
 inline constexpr std::uint32_t kInodesPerChunk = 64;
 inline constexpr std::size_t kLabelSize = 64;
+inline constexpr std::uint32_t kMaxAgCount = 65536;
 // Feature bits this code understands.  An unknown incompat bit refuses the
 // mount; an unknown ro_compat bit allows only a read-only mount.
 inline constexpr std::uint32_t kKnownCompat = 0;

@@ -4,6 +4,8 @@
 #include "fs/alloc.h"
 
 #include <atomic>
+#include <chrono>
+#include <future>
 #include <set>
 #include <thread>
 #include <vector>
@@ -187,6 +189,85 @@ TEST_F(AllocTest, ACrashAfterAForcedAllocationRecoversConsistentCounts) {
   EXPECT_NE(r.problems[0].message.find("10 blocks are in use in the bitmap but owned by nothing"),
             std::string::npos)
       << All(r);
+}
+
+}  // namespace
+}  // namespace walfs::fs
+
+namespace walfs::fs {
+namespace {
+
+// Transaction A frees in AG 1 and then allocates with a goal in AG 0; B
+// frees in AG 0 and then in AG 1 (ascending).  A may not wait for AG 0 while
+// it holds AG 1, so it allocates elsewhere and both finish.
+TEST_F(AllocTest, TransactionsNeverWaitForAgsInOppositeOrders) {
+  auto e0 = Alloc({.goal = sb_.AgStart(0) + 2000, .min = 2, .want = 2});
+  auto e1 = Alloc({.goal = sb_.AgStart(1) + 2000, .min = 2, .want = 2});
+  ASSERT_TRUE(e0.ok() && e1.ok());
+  std::promise<void> a_holds, b_holds;
+  auto fa = std::async(std::launch::async, [&]() -> Status {
+    WALFS_ASSIGN_OR_RETURN(FsTransaction tx, FsTransaction::Begin(log_.get(), journal::TransType::kTruncate));
+    WALFS_RETURN_IF_ERROR(alloc_->Free(&tx, e1->disk_block, 1));
+    a_holds.set_value();
+    b_holds.get_future().wait();
+    WALFS_ASSIGN_OR_RETURN(Extent x, alloc_->Alloc(&tx, {.goal = sb_.AgStart(0) + 100, .min = 1, .want = 1}));
+    EXPECT_GE(x.disk_block, sb_.AgStart(1)) << "AG 0 is held by the other transaction";
+    return tx.Commit().status();
+  });
+  auto fb = std::async(std::launch::async, [&]() -> Status {
+    WALFS_ASSIGN_OR_RETURN(FsTransaction tx, FsTransaction::Begin(log_.get(), journal::TransType::kTruncate));
+    WALFS_RETURN_IF_ERROR(alloc_->Free(&tx, e0->disk_block, 1));
+    b_holds.set_value();
+    a_holds.get_future().wait();
+    WALFS_RETURN_IF_ERROR(alloc_->Free(&tx, e1->disk_block + 1, 1));
+    return tx.Commit().status();
+  });
+  ASSERT_EQ(fa.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "deadlock";
+  ASSERT_EQ(fb.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "deadlock";
+  EXPECT_TRUE(fa.get().ok());
+  EXPECT_TRUE(fb.get().ok());
+}
+
+// The goal's AG is full and the one with space is held by another
+// transaction for a moment: the allocation waits for it (it holds no AG
+// that would make that wait out of order) instead of failing.
+TEST_F(AllocTest, AFullGoalAgFallsBackToABusyLowerAgByWaiting) {
+  for (;;) {
+    auto e = Alloc({.goal = sb_.AgStart(1), .min = 1, .want = 32768, .goal_ag_only = true});
+    if (!e.ok()) break;
+  }
+  auto other = FsTransaction::Begin(log_.get(), journal::TransType::kWrite);
+  ASSERT_TRUE(other.ok());
+  auto agh0 = cache_->Read(sb_.AgStart(0), format::BlockType::kAgHeader);
+  ASSERT_TRUE(agh0.ok());
+  ASSERT_TRUE(other->HoldAgHeader(*agh0, 0));
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    other->Cancel();
+  });
+  auto e = Alloc({.goal = sb_.AgStart(1), .min = 1, .want = 1});
+  release.join();
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_LT(e->disk_block, sb_.AgStart(1));
+}
+
+// A transaction cannot reuse what it freed itself (its free is not even
+// committed); no log force can change that, so none is made.
+TEST_F(AllocTest, ATransactionsOwnFreesAreNotWorthAForce) {
+  Extent last{};
+  for (;;) {
+    auto e = Alloc({.min = 1, .want = 32768});
+    if (!e.ok()) break;
+    last = *e;
+  }
+  auto tx = FsTransaction::Begin(log_.get(), journal::TransType::kTruncate);
+  ASSERT_TRUE(tx.ok());
+  ASSERT_TRUE(alloc_->Free(&*tx, last.disk_block, 1).ok());
+  const auto forces = alloc_->Stats().busy_forces;
+  auto e = alloc_->Alloc(&*tx, {.goal = last.disk_block, .min = 1, .want = 1});
+  EXPECT_TRUE(e.status().IsNoSpace()) << e.status().ToString();
+  EXPECT_EQ(alloc_->Stats().busy_forces, forces);
+  ASSERT_TRUE(tx->Commit().ok());
 }
 
 }  // namespace

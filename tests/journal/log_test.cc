@@ -266,9 +266,10 @@ class LogContention : public ::testing::TestWithParam<WakeMode> {};
 // and the AIL pusher moving the tail.  Must never hang.
 TEST_P(LogContention, ATinyLogMakesWritersSleepAndThePusherFreesThem) {
   const ReservationTable table{ReservationGeometry{}};
-  // 768 KiB, just above the minimum: a mkdir ticket holds 218 KiB, so at
-  // most three of the eight threads fit at once.
-  const std::uint32_t sectors = 1536;
+  // Just above the minimum (3 x the largest, mkdir's, reservation): at most
+  // three of the eight threads' mkdir tickets fit at once.
+  const auto sectors =
+      static_cast<std::uint32_t>((table.MinLogBytes() + 16 * 1024) / kLogSectorSize + 64);
   ASSERT_GT(std::int64_t{sectors} * kLogSectorSize - 16 * 1024, table.MinLogBytes());
   MemoryDevice dev(ImageBytes(sectors));
   testing::TestJournal log(OpenLog(&dev, sectors,
@@ -349,7 +350,10 @@ TEST(Log, AFailedLogWriteShutsTheLogDownAndWakesEveryone) {
 }
 
 TEST(Log, AShutdownWakesAReservationWaiterWithTheError) {
-  const std::uint32_t sectors = 1536;  // holds three mkdir reservations
+  const ReservationTable table{ReservationGeometry{}};
+  // Holds three mkdir reservations.
+  const auto sectors =
+      static_cast<std::uint32_t>((table.MinLogBytes() + 16 * 1024) / kLogSectorSize + 64);
   MemoryDevice disk(ImageBytes(sectors));
   FaultDevice dev(&disk);
   testing::TestJournal log(
