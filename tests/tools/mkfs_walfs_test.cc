@@ -13,26 +13,14 @@
 
 #include "base/block_device_file.h"
 #include "fs/format/superblock_format.h"
+#include "tests/tools/tool_run.h"
 
 namespace walfs {
 namespace {
 
-struct ToolRun {
-  int exit_code;
-  std::string out;
-};
+using testing::ToolRun;
 
-ToolRun Sh(const std::string& cmd) {
-  ToolRun r{-1, ""};
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+ToolRun Sh(const std::string& cmd) { return testing::RunTool(cmd); }
 
 std::string Mkfs(const std::string& args) { return std::string(WALFS_MKFS) + " " + args; }
 

@@ -10,26 +10,15 @@
 
 #include "tests/journal/log_test_fixture.h"
 #include "tests/journal/log_test_util.h"
+#include "tests/tools/tool_run.h"
 
 namespace walfs::journal {
 namespace {
 
-struct ToolRun {
-  int exit_code;
-  std::string out;
-};
+using walfs::testing::ToolRun;
 
 ToolRun LogPrint(const std::string& args) {
-  const std::string cmd = std::string(WALFS_LOGPRINT) + " " + args + " 2>&1";
-  ToolRun r{-1, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return walfs::testing::RunTool(std::string(WALFS_LOGPRINT) + " " + args);
 }
 
 // Writes the test log's region out as a raw log file.
