@@ -10,6 +10,7 @@
 
 #include "base/coding.h"
 #include "fs/format/inode_format.h"
+#include "fs/format/superblock_format.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace walfs::fs::format;
