@@ -13,17 +13,9 @@ Status WriteSuper(BlockDevice* dev, const format::Superblock& sb) {
   WALFS_RETURN_IF_ERROR(dev->Write(0, b.data(), b.size()));
   return dev->Flush();
 }
-}  // namespace
 
-Status MarkMounted(BlockDevice* device, format::Superblock* sb, std::int64_t now_s) {
-  // Everything written after this (log records, writeback) is covered by
-  // the flush: the flag is down before the first change.
-  sb->flags &= ~format::kSuperClean;
-  sb->mounted_s = now_s;
-  return WriteSuper(device, *sb);
-}
-
-Status MarkUnmountedClean(BlockDevice* device, format::Superblock* sb) {
+// The superblock's lazy counters, summed from the AG headers on disk.
+Status SumAgCounters(BlockDevice* device, format::Superblock* sb) {
   std::uint64_t free_blocks = 0, icount = 0, ifree = 0;
   std::vector<std::byte> b(sb->block_size);
   for (std::uint32_t agno = 0; agno < sb->ag_count; ++agno) {
@@ -36,6 +28,21 @@ Status MarkUnmountedClean(BlockDevice* device, format::Superblock* sb) {
   sb->free_blocks = free_blocks;
   sb->icount = icount;
   sb->ifree = ifree;
+  return Status::Ok();
+}
+}  // namespace
+
+Status MarkMounted(BlockDevice* device, format::Superblock* sb, std::int64_t now_s) {
+  if (!sb->clean()) WALFS_RETURN_IF_ERROR(SumAgCounters(device, sb));
+  // Everything written after this (log records, writeback) is covered by
+  // the flush: the flag is down before the first change.
+  sb->flags &= ~format::kSuperClean;
+  sb->mounted_s = now_s;
+  return WriteSuper(device, *sb);
+}
+
+Status MarkUnmountedClean(BlockDevice* device, format::Superblock* sb) {
+  WALFS_RETURN_IF_ERROR(SumAgCounters(device, sb));
   sb->flags |= format::kSuperClean;
   return WriteSuper(device, *sb);
 }

@@ -11,7 +11,9 @@
 
 namespace walfs::fs {
 
-// Clears the clean flag on disk (and in *sb), durably.
+// Clears the clean flag on disk (and in *sb), durably.  Call after the log
+// is open (recovered): if the image was not clean, the lazy counters are
+// stale, and are first recomputed from the (replayed) AG headers.
 Status MarkMounted(BlockDevice* device, format::Superblock* sb, std::int64_t now_s);
 // Sums the AG headers on disk into the lazy counters and sets the clean
 // flag, durably.  Call only once the log is closed (everything on disk).

@@ -39,10 +39,16 @@ class FsFixture : public ::testing::Test {
     lo.log_sectors = sb_.log_sectors();
     lo.geometry = ReservationGeometryFor(sb_.block_size);
     lo.seal = format::SealMetadataBlock;
-    ASSERT_TRUE(MarkMounted(&dev_, &sb_, 1).ok());
-    auto log = journal::Log::Open(lo);
+    // Read the superblock as a mount would: after a crash it is not clean.
+    std::vector<std::byte> b(format::kSuperSize);
+    ASSERT_TRUE(dev_.Read(0, b.data(), b.size()).ok());
+    auto on_disk = format::DecodeSuperblock(b, dev_.size_bytes());
+    ASSERT_TRUE(on_disk.ok()) << on_disk.status().ToString();
+    sb_ = *on_disk;
+    auto log = journal::Log::Open(lo);  // recovery first
     ASSERT_TRUE(log.ok()) << log.status().ToString();
     log_ = std::move(log).value();
+    ASSERT_TRUE(MarkMounted(&dev_, &sb_, 1).ok());
     cache_ = std::make_unique<BufCache>(BufCache::Options{&dev_, log_.get(), &sb_, 64});
     alloc_ = std::make_unique<Allocator>(cache_.get(), log_.get(), &sb_);
     ialloc_ = std::make_unique<InodeAllocator>(cache_.get(), alloc_.get(), &sb_);
