@@ -232,7 +232,14 @@ Status Allocator::Free(FsTransaction* tx, std::uint64_t block, std::uint32_t cou
     return Status::Corruption(fmt::format("freeing blocks {}+{}: AG {} metadata or past its end",
                                           block, count, agno));
   AgHeader h;
-  WALFS_ASSIGN_OR_RETURN(BufRef agh, HoldAgHeader(tx, agno, &h));
+  Result<BufRef> held = HoldAgHeader(tx, agno, &h);
+  if (!held.ok() && held.status().code() == StatusCode::kWouldBlock) {
+    // Out of AG order and contended: free it in a step of its own.
+    tx->Defer([this, block, count](FsTransaction* t) { return Free(t, block, count); });
+    return Status::Ok();
+  }
+  WALFS_RETURN_IF_ERROR(held.status());
+  BufRef agh = std::move(held).value();
   // A double free is found before anything changes (the caller then fails
   // the filesystem: its metadata disagrees with itself).
   WALFS_RETURN_IF_ERROR(CheckBits(agno, agblock, count, /*used=*/true));

@@ -59,12 +59,13 @@ class Allocator {
   // NoSpace when no AG has a free, non-busy run of `min` blocks.
   Result<format::Extent> Alloc(FsTransaction* tx, const AllocRequest& request);
   // Frees [block, block + count) (one AG).  Freeing a free block is
-  // Corruption (a double free: the filesystem shuts down).  WouldBlock,
-  // with nothing changed, when the AG is lower than one the transaction
-  // already holds and another transaction has it: frees must go in
-  // ascending AG order, or into a new transaction step.  A metadata block
-  // being freed must be cancelled (BufLogItem::MarkCancelled) by the caller,
-  // so that no stale copy of it is written back over the next owner.
+  // Corruption (a double free: the filesystem shuts down).  When the AG is
+  // lower than one the transaction already holds and another transaction
+  // has it, the free is deferred to a step of its own at commit
+  // (FsTransaction::Defer), so no two transactions wait for each other's
+  // AGs.  A metadata block being freed must be cancelled
+  // (BufLogItem::MarkCancelled) by the caller, so that no stale copy of it
+  // is written back over the next owner.
   Status Free(FsTransaction* tx, std::uint64_t block, std::uint32_t count);
 
   AllocStats Stats() const;

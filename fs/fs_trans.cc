@@ -17,6 +17,8 @@ FsTransaction::FsTransaction(FsTransaction&& other) noexcept
       held_(std::move(other.held_)),
       logged_(std::move(other.logged_)),
       on_commit_(std::move(other.on_commit_)),
+      deferred_(std::move(other.deferred_)),
+      precommit_(std::move(other.precommit_)),
       held_ags_(std::move(other.held_ags_)),
       highest_ag_(other.highest_ag_),
       done_(other.done_) {
@@ -87,6 +89,25 @@ void FsTransaction::UnlockAll() NO_THREAD_SAFETY_ANALYSIS {
 
 Result<std::uint64_t> FsTransaction::Commit() {
   WALFS_CHECK(!done_);
+  while (!deferred_.empty()) {
+    WALFS_RETURN_IF_ERROR(RollReleasing());
+    auto work = std::move(deferred_);
+    deferred_.clear();
+    for (auto& w : work) {
+      Status s = w(this);
+      if (!s.ok()) {
+        Cancel();
+        return s;
+      }
+    }
+  }
+  if (precommit_) {
+    Status s = precommit_(this);
+    if (!s.ok()) {
+      Cancel();
+      return s;
+    }
+  }
   done_ = true;
   Result<std::uint64_t> seq = tx_.Commit();
   UnlockAll();
@@ -97,6 +118,13 @@ Result<std::uint64_t> FsTransaction::Commit() {
 
 Status FsTransaction::Roll() {
   WALFS_CHECK(!done_);
+  if (precommit_) {
+    Status s = precommit_(this);
+    if (!s.ok()) {
+      Cancel();
+      return s;
+    }
+  }
   // Relog what we keep locked: each held buffer with changes not yet on
   // disk goes into this step's commit (Format() carries every dirty chunk),
   // moving it forward in the log before the next step waits for space.
@@ -106,6 +134,25 @@ Status FsTransaction::Roll() {
     done_ = true;
     UnlockAll();
   }
+  return s;
+}
+
+Status FsTransaction::RollReleasing() {
+  WALFS_CHECK(!done_);
+  if (precommit_) {
+    Status s = precommit_(this);
+    if (!s.ok()) {
+      Cancel();
+      return s;
+    }
+  }
+  Status s = tx_.Roll();
+  // The step is committed (or failed): nothing needs the locks any more.
+  UnlockAll();
+  logged_.clear();
+  held_ags_.clear();
+  highest_ag_ = -1;
+  if (!s.ok()) done_ = true;
   return s;
 }
 

@@ -51,12 +51,25 @@ class FsTransaction {
   // went into (e.g. to date busy extents).
   void OnCommit(std::function<void(std::uint64_t seq)> hook) { on_commit_.push_back(std::move(hook)); }
 
+  // Work that must not run while the transaction holds what it holds now
+  // (e.g. a free in an AG below one it holds, which only a try-lock could
+  // take): Commit() commits the step so far, lets every buffer go, runs the
+  // deferred work in the order given, and commits that.  A crash between the
+  // two steps leaves the first step's changes without the deferred ones
+  // (for frees: blocks leaked, never doubly used; fsck reports them).
+  void Defer(std::function<Status(FsTransaction*)> work) { deferred_.push_back(std::move(work)); }
+  // Runs before each step commits (Commit, Roll): logs in-core state that
+  // only goes into buffers at commit time (dirty inodes).  Set once.
+  void SetPrecommit(std::function<Status(FsTransaction*)> hook) { precommit_ = std::move(hook); }
+
   Result<std::uint64_t> Commit();
   // Commits this step and starts the next, keeping the buffers locked and
   // relogging them in the new step, so that a held buffer never pins the
   // log's tail while the next step waits for log space (XFS relogs held
   // items across a roll for the same reason).
   Status Roll();
+  // Commits this step and starts the next with nothing held.
+  Status RollReleasing();
   void Cancel();
 
   journal::Log* log() const { return log_; }
@@ -71,6 +84,8 @@ class FsTransaction {
   std::vector<BufRef> held_;
   std::vector<const journal::BufLogItem*> logged_;  // held buffers logged by this transaction
   std::vector<std::function<void(std::uint64_t)>> on_commit_;
+  std::vector<std::function<Status(FsTransaction*)>> deferred_;
+  std::function<Status(FsTransaction*)> precommit_;
   std::vector<std::pair<const journal::BufLogItem*, std::uint32_t>> held_ags_;  // AG headers held
   std::int64_t highest_ag_ = -1;  // the highest AG whose header it holds
   bool done_ = false;

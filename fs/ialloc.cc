@@ -100,8 +100,33 @@ Result<InodeAllocator::MapSlot> InodeAllocator::NewChunk(FsTransaction* tx, std:
   return slot;
 }
 
-Result<std::uint64_t> InodeAllocator::AllocInAg(FsTransaction* tx, std::uint32_t agno,
-                                                const InodeCore& init) {
+Result<InodeCore> InodeAllocator::ReadCore(FsTransaction* tx, std::uint64_t ino)
+    NO_THREAD_SAFETY_ANALYSIS {
+  WALFS_ASSIGN_OR_RETURN(BufRef blk, cache_->Read(BlockOf(ino), BlockType::kInodes));
+  // A block this transaction holds (a chunk it just made) is read as is;
+  // any other only for as long as it takes to decode the inode.
+  const bool held = tx != nullptr && tx->Holds(blk);
+  if (!held) blk->Lock();
+  Result<InodeCore> core = format::DecodeInode(
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(Bytes(blk)) + OffsetOf(ino),
+                                 format::kInodeSize),
+      ino);
+  if (!held) blk->Unlock();
+  return core;
+}
+
+Status InodeAllocator::WriteInode(FsTransaction* tx, const InodeCore& core) {
+  WALFS_ASSIGN_OR_RETURN(BufRef blk, cache_->Read(BlockOf(core.ino), BlockType::kInodes));
+  tx->Hold(blk);
+  format::EncodeInode(core, std::span<std::byte>(reinterpret_cast<std::byte*>(Bytes(blk)) +
+                                                     OffsetOf(core.ino),
+                                                 format::kInodeSize));
+  tx->LogRange(blk, OffsetOf(core.ino), OffsetOf(core.ino) + format::kInodeSize - 1);
+  return Status::Ok();
+}
+
+Result<std::uint64_t> InodeAllocator::PickInAg(FsTransaction* tx, std::uint32_t agno,
+                                               InodeCore* init) {
   WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), BlockType::kAgHeader));
   if (!tx->HoldAgHeader(agh, agno))
     return Status::WouldBlock(fmt::format("AG {} is busy and lower than an AG this transaction holds", agno));
@@ -126,39 +151,40 @@ Result<std::uint64_t> InodeAllocator::AllocInAg(FsTransaction* tx, std::uint32_t
   const int index = __builtin_ctzll(s.rec.free_mask);
   const std::uint64_t first_block = sb_->AgStart(agno) + s.rec.start;
   const std::uint64_t ino = first_block * sb_->inodes_per_block() + static_cast<std::uint64_t>(index);
-  WALFS_ASSIGN_OR_RETURN(BufRef blk, cache_->Read(BlockOf(ino), BlockType::kInodes));
-  tx->Hold(blk);
-  std::span<std::byte> raw(reinterpret_cast<std::byte*>(Bytes(blk)) + OffsetOf(ino), format::kInodeSize);
-  WALFS_ASSIGN_OR_RETURN(InodeCore old, format::DecodeInode(raw, ino));
+  WALFS_ASSIGN_OR_RETURN(InodeCore old, ReadCore(tx, ino));
   if (!old.free())
     return Status::Corruption(fmt::format("inode {} is free in the inode map but in use", ino));
   s.rec.free_mask &= ~(std::uint64_t{1} << index);
   s.rec.free_count -= 1;
   PutRecord(tx, s);
   AddToAgCounts(tx, agh, 0, -1, 0);
-  InodeCore n = std::move(init);
-  n.ino = ino;
-  n.generation = old.generation + 1;  // a reused number is a different file
-  format::EncodeInode(n, raw);
-  tx->LogRange(blk, OffsetOf(ino), OffsetOf(ino) + format::kInodeSize - 1);
+  init->ino = ino;
+  init->generation = old.generation + 1;  // a reused number is a different file
   return ino;
 }
 
-Result<std::uint64_t> InodeAllocator::Alloc(FsTransaction* tx, std::uint32_t preferred_ag,
-                                            InodeCore init) {
-  WALFS_CHECK(!init.free());
+Result<std::uint64_t> InodeAllocator::Pick(FsTransaction* tx, std::uint32_t preferred_ag,
+                                           InodeCore* init) {
+  WALFS_CHECK(!init->free());
   // Ascending AG order from the preferred AG; the AGs before it only
   // without waiting (the block allocator's rule).
   for (std::uint32_t i = 0; i < sb_->ag_count; ++i) {
     const std::uint32_t agno = (preferred_ag % sb_->ag_count + i) % sb_->ag_count;
-    Result<std::uint64_t> ino = AllocInAg(tx, agno, init);
+    Result<std::uint64_t> ino = PickInAg(tx, agno, init);
     if (ino.ok()) return ino;
     if (!ino.status().IsNoSpace() && ino.status().code() != StatusCode::kWouldBlock) return ino;
   }
   return Status::NoSpace("no free inode and no room for a new inode chunk");
 }
 
-Status InodeAllocator::Free(FsTransaction* tx, std::uint64_t ino) {
+Result<std::uint64_t> InodeAllocator::Alloc(FsTransaction* tx, std::uint32_t preferred_ag,
+                                            InodeCore init) {
+  WALFS_ASSIGN_OR_RETURN(std::uint64_t ino, Pick(tx, preferred_ag, &init));
+  WALFS_RETURN_IF_ERROR(WriteInode(tx, init));
+  return ino;
+}
+
+Status InodeAllocator::Unpick(FsTransaction* tx, std::uint64_t ino) {
   const std::uint64_t block = BlockOf(ino);
   if (block < sb_->data_start() || block >= sb_->total_blocks)
     return Status::Corruption(fmt::format("freeing inode {}: outside the filesystem", ino));
@@ -177,17 +203,17 @@ Status InodeAllocator::Free(FsTransaction* tx, std::uint64_t ino) {
   const std::uint32_t index = static_cast<std::uint32_t>(ino - first_ino);
   if ((s.rec.free_mask >> index) & 1u)
     return Status::Corruption(fmt::format("freeing inode {}: it is already free", ino));
-  WALFS_ASSIGN_OR_RETURN(BufRef blk, cache_->Read(block, BlockType::kInodes));
-  tx->Hold(blk);
-  std::span<std::byte> raw(reinterpret_cast<std::byte*>(Bytes(blk)) + OffsetOf(ino), format::kInodeSize);
-  WALFS_ASSIGN_OR_RETURN(InodeCore old, format::DecodeInode(raw, ino));
   s.rec.free_mask |= std::uint64_t{1} << index;
   s.rec.free_count += 1;
   PutRecord(tx, s);
   AddToAgCounts(tx, agh, 0, +1, 0);
-  format::EncodeInode(format::FreeInode(ino, old.generation), raw);
-  tx->LogRange(blk, OffsetOf(ino), OffsetOf(ino) + format::kInodeSize - 1);
   return Status::Ok();
+}
+
+Status InodeAllocator::Free(FsTransaction* tx, std::uint64_t ino) {
+  WALFS_RETURN_IF_ERROR(Unpick(tx, ino));
+  WALFS_ASSIGN_OR_RETURN(InodeCore old, ReadCore(tx, ino));
+  return WriteInode(tx, format::FreeInode(ino, old.generation));
 }
 
 }  // namespace walfs::fs

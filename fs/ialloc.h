@@ -40,6 +40,21 @@ class InodeAllocator {
   // free inode is Corruption.
   Status Free(FsTransaction* tx, std::uint64_t ino);
 
+  // The two halves of each, for a caller whose inodes live in memory and
+  // reach their chunk blocks only when the transaction commits (the mounted
+  // filesystem: chunk blocks are locked last, in ascending order, so two
+  // transactions never wait for each other's).  Pick allocates in the map
+  // and sets init->ino and init->generation; Unpick frees in the map.  The
+  // caller writes the inode (WriteInode) before the commit.
+  Result<std::uint64_t> Pick(FsTransaction* tx, std::uint32_t preferred_ag,
+                             format::InodeCore* init);
+  Status Unpick(FsTransaction* tx, std::uint64_t ino);
+  // Holds the inode's chunk block and writes and logs the inode.
+  Status WriteInode(FsTransaction* tx, const format::InodeCore& core);
+  // Reads an inode from its chunk block (locked only while it is decoded,
+  // unless the transaction holds it; tx may be null).
+  Result<format::InodeCore> ReadCore(FsTransaction* tx, std::uint64_t ino);
+
   // Where an inode lives.
   std::uint64_t BlockOf(std::uint64_t ino) const { return ino / sb_->inodes_per_block(); }
   std::uint32_t OffsetOf(std::uint64_t ino) const {
@@ -55,8 +70,7 @@ class InodeAllocator {
     std::uint32_t slot = 0;
     format::ImapRecord rec;
   };
-  Result<std::uint64_t> AllocInAg(FsTransaction* tx, std::uint32_t agno,
-                                  const format::InodeCore& init);
+  Result<std::uint64_t> PickInAg(FsTransaction* tx, std::uint32_t agno, format::InodeCore* init);
   // Adds a chunk to AG agno (whose header `agh` the transaction holds).
   Result<MapSlot> NewChunk(FsTransaction* tx, std::uint32_t agno, const BufRef& agh);
   // A record with a free inode (NotFound if none), the record of the chunk

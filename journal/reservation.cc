@@ -18,7 +18,10 @@ static_assert(std::size(kNames) == kTransTypeCount);
 struct Cost {
   const ReservationGeometry& g;
   std::int32_t Bufs(std::int32_t n) const { return n * (g.block_size + ReservationTable::kBufOverhead); }
-  std::int32_t Inodes(std::int32_t n) const { return n * (g.inode_size + ReservationTable::kInodeOverhead); }
+  // Inodes are logged through their chunk block's buffer item, whose format
+  // carries every chunk of the block changed since its last writeback --
+  // other inodes' changes too -- so an inode costs a whole block at worst.
+  std::int32_t Inodes(std::int32_t n) const { return Bufs(n); }
   // One block allocation or free: the AG header plus both free-space index
   // paths (by block and by size), each split to the root.
   std::int32_t Alloc() const { return Bufs(1 + 2 * g.free_levels); }

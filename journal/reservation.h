@@ -62,11 +62,10 @@ class ReservationTable {
   // 3 × LargestBytes(): the smallest log mkfs and mount accept.
   std::int64_t MinLogBytes() const { return 3 * largest_bytes_; }
 
-  // Per-item log overheads (op header, buffer/inode log format, dirty
-  // bitmap) and per-transaction overhead (start and commit records, the share
-  // of a record header), in bytes.
+  // Per-item log overhead (op header, buffer log format, dirty bitmap) and
+  // per-transaction overhead (start and commit records, the share of a
+  // record header), in bytes.
   static constexpr std::int32_t kBufOverhead = 128;
-  static constexpr std::int32_t kInodeOverhead = 96;
   static constexpr std::int32_t kTransOverhead = 512;
 
  private:

@@ -11,7 +11,7 @@ packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev pkg-config
   libfuse3-dev fuse3 liburing-dev
   libboost-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev libfmt-dev libisal-dev libblkid-dev uuid-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev libisal-dev libblkid-dev uuid-dev libxxhash-dev
   fio python3 xfsprogs e2fsprogs fuse2fs gnuplot-nox
   liblttng-ust-dev lttng-tools
 )
