@@ -66,31 +66,58 @@ class Btree {
   // a block, so a leaf always holds 3 records or more).
   static std::size_t MaxValueSize(std::uint32_t block_size);
 
-  // ---- Reading (owner lock held shared or exclusive; no transaction) ----
-  Result<std::optional<std::string>> Get(const BtreeRoot& root, std::uint64_t key) const;
+  // ---- Reading (owner lock held shared or exclusive) ----
+  // Each node's buffer lock is taken while it is read.  A caller inside a
+  // transaction that may hold some of the tree's nodes (it changed the tree
+  // earlier in that transaction) passes it as `tx`: the nodes it holds are
+  // read without locking them again (which would wait forever).
+  Result<std::optional<std::string>> Get(const BtreeRoot& root, std::uint64_t key,
+                                         const FsTransaction* tx = nullptr) const;
   // The record with the largest key <= `key` (nullopt: none).
-  Result<std::optional<BtreeRecord>> Floor(const BtreeRoot& root, std::uint64_t key) const;
+  Result<std::optional<BtreeRecord>> Floor(const BtreeRoot& root, std::uint64_t key,
+                                           const FsTransaction* tx = nullptr) const;
   // Calls fn for each record with key >= `from`, ascending, until it returns
-  // false.
+  // false.  fn runs with no buffer lock held (each leaf's records are copied
+  // first); it must not change the tree.
   Status Scan(const BtreeRoot& root, std::uint64_t from,
-              const std::function<bool(std::uint64_t key, std::string_view value)>& fn) const;
-  // Every block of the tree (fsck, and an inode's block count).
-  Status ForEachBlock(const BtreeRoot& root, const std::function<void(std::uint64_t block)>& fn) const;
+              const std::function<bool(std::uint64_t key, std::string_view value)>& fn,
+              const FsTransaction* tx = nullptr) const;
+  // Every block of the tree (fsck, and an inode's block count), parents
+  // before their children.
+  Status ForEachBlock(const BtreeRoot& root, const std::function<void(std::uint64_t block)>& fn,
+                      const FsTransaction* tx = nullptr) const;
 
   // ---- Changing (owner lock held exclusively; tx is its transaction) ----
+  // Every node a change reads is held by tx (FsTransaction::Hold) and stays
+  // held until commit if it was changed; the others are released again.
+  // Tree nodes are locked before the allocator's AG headers.
+  //
+  // Errors: everything that can fail for a reason other than an I/O error
+  // or a broken block (a missing or present key, a value too large, the
+  // height limit, no space) is found before anything changes: the tree is
+  // as it was, and tx has changed nothing either, or only allocator state
+  // it undid (a node allocation that failed half way), so it may commit.
+  // Corruption or an I/O error met while freeing nodes may leave tx dirty;
+  // the caller then cancels it, which shuts the log down.
+  //
   // AlreadyExists if the key is present; InvalidArgument for a value over
   // MaxValueSize; NoSpace when no block can be allocated or the tree is at
   // max_levels.  Updates *root when the root splits (or the tree was empty).
   Status Insert(FsTransaction* tx, BtreeRoot* root, std::uint64_t key, std::string_view value);
-  // Replaces the value of an existing key (NotFound if absent).
+  // Replaces the value of an existing key (NotFound if absent).  A longer
+  // value may split the leaf: the same errors as Insert.
   Status Replace(FsTransaction* tx, BtreeRoot* root, std::uint64_t key, std::string_view value);
   // Removes a key (NotFound if absent).  Empty nodes are freed; a root left
-  // with one child is replaced by it; the last record's removal leaves the
-  // empty tree.
+  // with one child is replaced by it (repeatedly); the last record's removal
+  // leaves the empty tree.
   Status Erase(FsTransaction* tx, BtreeRoot* root, std::uint64_t key);
   // Frees up to `max_blocks` of the tree's blocks (the caller rolls its
   // transaction between calls); true once the whole tree is gone (*root is
-  // then empty).  The records are dropped, not visited.
+  // then empty).  The records are dropped, not visited.  Blocks go from the
+  // right, leaves first, and the tree is valid after every call.  One step
+  // frees the rightmost leaf with every ancestor it leaves empty, so a call
+  // with max_blocks below the tree's height may free up to `levels` blocks
+  // (it always makes progress).
   Result<bool> DestroySome(FsTransaction* tx, BtreeRoot* root, std::uint32_t max_blocks);
 
   // Blocks a single Insert may dirty or allocate at `levels` (for

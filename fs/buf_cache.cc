@@ -7,6 +7,7 @@
 #include "base/check.h"
 #include "fs/format/ag_format.h"
 #include "fs/format/block_header.h"
+#include "fs/format/btree_format.h"
 #include "fs/format/inode_format.h"
 
 namespace walfs::fs {
@@ -139,6 +140,9 @@ Result<BufRef> BufCache::Lookup(std::uint64_t blkno, BlockType type, bool read) 
 
 Status BufCache::Verify(std::uint64_t blkno, BlockType type, std::span<const std::byte> block) const {
   const format::Superblock& sb = *options_.sb;
+  // Tree nodes: the whole node (its owner and level are the tree's to check).
+  if (type == BlockType::kDirectory || type == BlockType::kExtents || type == BlockType::kXattr)
+    return format::VerifyBtreeNode(block, blkno, sb.uuid);
   if (type != BlockType::kAgHeader && type != BlockType::kBitmap && type != BlockType::kImap)
     return Status::Ok();  // inode blocks: each inode is decoded (and checked) when used
   // The AG's own metadata: the full field checks, not only the header, so
