@@ -1,0 +1,149 @@
+// The reserved control directory MNT/.walfs: users cannot create, remove or
+// rename onto or away from it, and its files report statistics and traces.
+//
+// Refusals: the kernel gives EEXIST before asking the filesystem when a name
+// exists (mkdir, O_EXCL, link onto it), EISDIR for unlink of a directory or a
+// rename of a file over one, and walfs may refuse the rest with EPERM or
+// EACCES; any of {EPERM, EEXIST, EACCES} counts as refused.  What matters is
+// that the call fails and .walfs is still there afterwards.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+
+#include "tests/fuse/mount_fixture.h"
+
+namespace walfs::testing {
+namespace {
+
+// Lines of trace output that are not "# ..." headers.
+size_t EventLines(const std::string& text) {
+  size_t n = 0, start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start && text[start] != '#') ++n;
+    start = end + 1;
+  }
+  return n;
+}
+
+class ControlDir : public MountedFs {
+ protected:
+  void SetUp() override {
+    MountedFs::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    WALFS_REQUIRE_WALFS();
+    ctl_ = Root() + "/.walfs";
+  }
+  void ExpectRefused(const char* what, long r) {
+    const int e = errno;
+    EXPECT_EQ(r, -1) << what << " succeeded";
+    EXPECT_TRUE(e == EPERM || e == EEXIST || e == EACCES)
+        << what << " failed with " << strerrorname_np(e) << ", not EPERM/EEXIST/EACCES";
+  }
+  void ExpectStillThere() {
+    struct stat st {};
+    ASSERT_SYS(stat(ctl_.c_str(), &st));
+    EXPECT_TRUE(S_ISDIR(st.st_mode));
+    EXPECT_SYS(access((ctl_ + "/stats").c_str(), R_OK));
+  }
+  // Writes `value` to a control file.
+  void Put(const std::string& rel, const std::string& value) {
+    const int fd = open((ctl_ + "/" + rel).c_str(), O_WRONLY | O_TRUNC);
+    ASSERT_SYS(fd) << rel;
+    EXPECT_EQ(write(fd, value.data(), value.size()), static_cast<ssize_t>(value.size()))
+        << rel << ": " << strerrorname_np(errno);
+    close(fd);
+  }
+  void Activity(int n) {
+    for (int i = 0; i < n; ++i) {
+      const std::string p = Path("act" + std::to_string(i));
+      WriteFile(p, "activity");
+      struct stat st {};
+      stat(p.c_str(), &st);
+      unlink(p.c_str());
+    }
+  }
+  std::string ctl_;
+};
+
+TEST_F(ControlDir, ExistsAtTheRootAsADirectory) {
+  ExpectStillThere();
+  for (const char* f : {"stats", "trace", "trace_pipe", "tracing_on", "events", "options"}) {
+    struct stat st {};
+    EXPECT_SYS(stat((ctl_ + "/" + f).c_str(), &st)) << f;
+  }
+}
+
+TEST_F(ControlDir, CannotBeCreatedAgainOrRemoved) {
+  ExpectRefused("mkdir .walfs", mkdir(ctl_.c_str(), 0755));
+  ExpectRefused("create .walfs", open(ctl_.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644));
+  ExpectRefused("rmdir .walfs", rmdir(ctl_.c_str()));
+  const int unlink_r = unlink(ctl_.c_str());
+  const int e = errno;
+  EXPECT_EQ(unlink_r, -1);
+  EXPECT_TRUE(e == EISDIR || e == EPERM || e == EACCES) << strerrorname_np(e);
+  ExpectRefused("symlink to .walfs", symlink("x", ctl_.c_str()));
+  ExpectStillThere();
+}
+
+TEST_F(ControlDir, NothingCanBeRenamedOntoOrAwayFromIt) {
+  WriteFile(Path("f"), "x");
+  ASSERT_SYS(mkdir(Path("d").c_str(), 0755));
+  EXPECT_ERRNO(EISDIR, rename(Path("f").c_str(), ctl_.c_str())) << "the kernel's answer";
+  ExpectRefused("rename a dir over .walfs", rename(Path("d").c_str(), ctl_.c_str()));
+  ExpectRefused("rename .walfs away", rename(ctl_.c_str(), Path("moved").c_str()));
+  ExpectRefused("exchange with .walfs",
+                renameat2(AT_FDCWD, Path("d").c_str(), AT_FDCWD, ctl_.c_str(), RENAME_EXCHANGE));
+  ExpectRefused("link onto .walfs", link(Path("f").c_str(), ctl_.c_str()));
+  ExpectStillThere();
+  EXPECT_EQ(ReadFile(Path("f")), "x");
+}
+
+TEST_F(ControlDir, StatsIsReadableAndNotEmpty) {
+  Activity(10);
+  const std::string stats = ReadFile(ctl_ + "/stats");
+  EXPECT_FALSE(stats.empty());
+  EXPECT_NE(stats.find('\n'), std::string::npos) << stats;
+}
+
+TEST_F(ControlDir, EnabledEventsShowUpInTrace) {
+  Put("tracing_on", "1");
+  Put("events/enable", "1");
+  Activity(20);
+  const std::string trace = ReadFile(ctl_ + "/trace");
+  Put("events/enable", "0");
+  EXPECT_GE(EventLines(trace), 5u) << "trace after enabling every event:\n" << trace.substr(0, 2000);
+}
+
+TEST_F(ControlDir, TracePipeStreamsEventsAsTheyHappen) {
+  Put("tracing_on", "1");
+  Put("events/enable", "1");
+  std::atomic<bool> stop{false};
+  // Keep the filesystem busy while `cat` blocks on trace_pipe.
+  std::thread busy([&] {
+    int i = 0;
+    while (!stop.load()) {
+      const std::string p = Path("busy" + std::to_string(i++ % 8));
+      const int fd = open(p.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+      if (fd >= 0) {
+        (void)!write(fd, "b", 1);
+        close(fd);
+      }
+      usleep(5000);
+    }
+  });
+  const ToolRun r = RunTool("timeout 2 cat " + ctl_ + "/trace_pipe");
+  stop = true;
+  busy.join();
+  Put("events/enable", "0");
+  EXPECT_EQ(r.exit_code, 124) << "cat should still be blocked reading when timeout ends it";
+  EXPECT_GE(EventLines(r.out), 5u) << r.out.substr(0, 2000);
+}
+
+}  // namespace
+}  // namespace walfs::testing

@@ -1,0 +1,472 @@
+// The mount behind MountedFs: mkfs an image, run `walfs IMAGE MNT -f` as a
+// child, wait for the mount to appear in /proc/self/mountinfo, and at the end
+// unmount, require the daemon to exit 0 and `fsck.walfs -n` to say clean.
+#include "tests/fuse/mount_fixture.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace walfs::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kMountTimeout = std::chrono::seconds(10);
+constexpr auto kExitTimeout = std::chrono::seconds(10);
+
+std::string BinDir() {
+  if (const char* env = std::getenv("WALFS_BIN_DIR"); env != nullptr && *env != '\0') return env;
+  return WALFS_BIN_DIR;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool OnPath(const std::string& prog) {
+  return RunTool("command -v " + prog + " >/dev/null").exit_code == 0;
+}
+
+// Why this machine cannot mount FUSE filesystems, or "" if it can.
+std::string FuseUnavailableReason() {
+  const int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+  if (fd < 0) return std::string("cannot open /dev/fuse: ") + strerror(errno);
+  close(fd);
+  if (!OnPath("fusermount3")) return "fusermount3 is not installed";
+  if (geteuid() != 0) {
+    // The permission tests mount with allow_other, which needs this.
+    std::ifstream conf("/etc/fuse.conf");
+    std::string line;
+    bool allowed = false;
+    while (std::getline(conf, line)) allowed |= line.rfind("user_allow_other", 0) == 0;
+    if (!allowed) return "not root and /etc/fuse.conf lacks user_allow_other";
+  }
+  return "";
+}
+
+// mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string Unescape(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      out += static_cast<char>(std::stoi(s.substr(i + 1, 3), nullptr, 8));
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// The fstype mounted at `mnt`, or "" if nothing is.
+std::string MountedFsType(const std::string& mnt) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line, type;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, devno, root, point;
+    fields >> id >> parent >> devno >> root >> point;
+    if (Unescape(point) != mnt) continue;
+    const auto dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream rest(line.substr(dash + 3));
+    rest >> type;  // the last mount at a point wins, as for path lookup
+  }
+  return type;
+}
+
+}  // namespace
+
+// One image and its mount; teardown mirrors setup.
+class WalfsMount {
+ public:
+  explicit WalfsMount(MountConfig config) : config_(std::move(config)) {}
+  ~WalfsMount() {
+    if (pid_ > 0) {
+      std::string ignored = Unmount();
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(tmp_, ec);
+  }
+
+  const std::string& mountpoint() const { return mnt_; }
+  pid_t pid() const { return pid_; }
+
+  // Makes the temp dir and the image; returns an error message or "".
+  std::string Create() {
+    char templ[] = "/tmp/walfs-fuse-XXXXXX";
+    if (mkdtemp(templ) == nullptr) return std::string("mkdtemp: ") + strerror(errno);
+    tmp_ = templ;
+    // Others must reach the mountpoint: the permission tests run as nobody.
+    chmod(tmp_.c_str(), 0755);
+    image_ = tmp_ + "/image";
+    mnt_ = tmp_ + "/mnt";
+    log_ = tmp_ + "/walfs.log";
+    if (mkdir(mnt_.c_str(), 0755) != 0) return std::string("mkdir mnt: ") + strerror(errno);
+    for (const char* tool : {"mkfs.walfs", "fsck.walfs", "walfs"}) {
+      const std::string path = BinDir() + "/" + tool;
+      if (access(path.c_str(), X_OK) != 0) {
+        return path + " does not exist or is not executable (set WALFS_BIN_DIR to the "
+                      "directory holding walfs, mkfs.walfs and fsck.walfs)";
+      }
+    }
+    ToolRun mkfs = RunTool(BinDir() + "/mkfs.walfs -q -f " + image_ + " " + config_.image_size);
+    if (mkfs.exit_code != 0) return "mkfs.walfs failed:\n" + mkfs.out;
+    return "";
+  }
+
+  // Starts the daemon and waits for the mount; returns an error or "".
+  std::string Mount(const std::vector<std::string>& extra) {
+    std::vector<std::string> args{BinDir() + "/walfs", image_, mnt_, "-f"};
+    for (const auto& o : config_.options) args.insert(args.end(), {"-o", o});
+    for (const auto& o : extra) args.insert(args.end(), {"-o", o});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) return std::string("fork: ") + strerror(errno);
+    if (pid == 0) {
+      // Only async-signal-safe calls until exec.  If the test process dies,
+      // SIGTERM makes the daemon unmount rather than leave a dead mount.
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != parent) _exit(127);
+      const int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+      }
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    pid_ = pid;
+    const auto deadline = Clock::now() + kMountTimeout;
+    std::string type;
+    while (Clock::now() < deadline) {
+      type = MountedFsType(mnt_);
+      if (type == "fuse.walfs") return "";
+      int status;
+      if (waitpid(pid_, &status, WNOHANG) == pid) {
+        pid_ = -1;
+        return "walfs exited (" + Describe(status) + ") before mounting; its output:\n" +
+               Slurp(log_);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return "no fuse.walfs mount at " + mnt_ + " after 10 s (mounted fstype: \"" + type +
+           "\"); walfs output:\n" + Slurp(log_);
+  }
+
+  // Unmounts and waits for the daemon to exit 0; returns an error or "".
+  std::string Unmount() {
+    if (pid_ <= 0) return "";
+    std::string err;
+    ToolRun um = RunTool("fusermount3 -u " + mnt_);
+    if (um.exit_code != 0) {
+      err = "fusermount3 -u failed (" + um.out + "), used umount -l; ";
+      RunTool("umount -l " + mnt_);
+    }
+    const auto deadline = Clock::now() + kExitTimeout;
+    int status = 0;
+    for (;;) {
+      if (waitpid(pid_, &status, WNOHANG) == pid_.load()) break;
+      if (Clock::now() > deadline) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        pid_ = -1;
+        return err + "walfs did not exit within 10 s of the unmount (killed); its output:\n" +
+               Slurp(log_);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    pid_ = -1;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      return err + "walfs " + Describe(status) + " after unmount; its output:\n" + Slurp(log_);
+    }
+    return err.empty() ? "" : err + "walfs output:\n" + Slurp(log_);
+  }
+
+  std::string Fsck() {
+    ToolRun r = RunTool(BinDir() + "/fsck.walfs -n " + image_);
+    if (r.exit_code == 0) return "";
+    return "fsck.walfs -n " + image_ + " exited " + std::to_string(r.exit_code) + ":\n" + r.out;
+  }
+
+ private:
+  static std::string Describe(int status) {
+    if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) return std::string("killed by ") + strsignal(WTERMSIG(status));
+    return "status " + std::to_string(status);
+  }
+
+  MountConfig config_;
+  std::string tmp_, image_, mnt_, log_;
+  std::atomic<pid_t> pid_{-1};
+};
+
+// A test that runs past the timeout has almost always hung inside walfs (a
+// request it never answers), and waiting for ctest's own timeout would lose
+// why.  The watchdog records walfs's thread stacks (with gdb, if installed)
+// and kills the daemon: the kernel then fails the stuck call with ENOTCONN
+// and the test reports the stacks.
+class Watchdog {
+ public:
+  Watchdog() : thread_([this] { Run(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void Arm(const WalfsMount* mount, std::string test) {
+    std::lock_guard<std::mutex> l(mu_);
+    mount_ = mount;
+    test_ = std::move(test);
+    deadline_ = Clock::now() + Timeout();
+    cv_.notify_all();
+  }
+  // Stops watching; returns the report if it fired.
+  std::string Disarm() {
+    std::lock_guard<std::mutex> l(mu_);
+    mount_ = nullptr;
+    return std::exchange(report_, "");
+  }
+  static std::chrono::seconds Timeout() {
+    const char* env = std::getenv("WALFS_FUSE_TEST_TIMEOUT");
+    return std::chrono::seconds(env != nullptr ? std::atoi(env) : 120);
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!stop_) {
+      if (mount_ == nullptr) {
+        cv_.wait(l);
+        continue;
+      }
+      if (cv_.wait_until(l, deadline_) != std::cv_status::timeout || mount_ == nullptr) continue;
+      if (Clock::now() < deadline_) continue;
+      const pid_t pid = mount_->pid();
+      std::string r = test_ + " ran longer than " + std::to_string(Timeout().count()) +
+                      " s (WALFS_FUSE_TEST_TIMEOUT); walfs (pid " + std::to_string(pid) +
+                      ") is presumed hung and was killed.";
+      if (pid > 0) {
+        if (OnPath("gdb")) {
+          r += " Its threads:\n" + RunTool("timeout 60 gdb -p " + std::to_string(pid) +
+                                            " -batch -ex 'thread apply all bt 30' | grep '^#\\|^Thread'")
+                                       .out;
+        }
+        kill(pid, SIGKILL);
+      }
+      report_ = r;
+      mount_ = nullptr;
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  const WalfsMount* mount_ = nullptr;
+  std::string test_;
+  Clock::time_point deadline_;
+  std::string report_;
+  std::thread thread_;
+};
+
+namespace {
+
+// The suite's filesystem: a mount, or an external directory.
+struct SuiteState {
+  std::unique_ptr<WalfsMount> mount;
+  std::unique_ptr<Watchdog> watchdog;  // declared after `mount`: destroyed first
+  std::string root;           // what tests run under
+  std::string skip_reason;    // FUSE unusable here
+  std::string failure;        // mounting failed
+  int next_dir = 0;
+};
+SuiteState* suite = nullptr;
+
+const char* ExternalDir() {
+  const char* d = std::getenv("WALFS_FUSE_TEST_DIR");
+  return d != nullptr && *d != '\0' ? d : nullptr;
+}
+
+}  // namespace
+
+void MountedFs::MountSuite(const MountConfig& config) {
+  delete suite;
+  suite = new SuiteState;
+  if (const char* ext = ExternalDir()) {
+    std::string templ = std::string(ext) + "/suite-XXXXXX";
+    if (mkdtemp(templ.data()) == nullptr) {
+      suite->failure = "mkdtemp under WALFS_FUSE_TEST_DIR=" + std::string(ext) + ": " +
+                       strerror(errno);
+      return;
+    }
+    chmod(templ.c_str(), 0755);
+    suite->root = templ;
+    return;
+  }
+  suite->skip_reason = FuseUnavailableReason();
+  if (!suite->skip_reason.empty()) return;
+  suite->mount = std::make_unique<WalfsMount>(config);
+  suite->failure = suite->mount->Create();
+  if (suite->failure.empty()) suite->failure = suite->mount->Mount({});
+  suite->root = suite->mount->mountpoint();
+  suite->watchdog = std::make_unique<Watchdog>();
+}
+
+void MountedFs::TearDownTestSuite() {
+  if (suite == nullptr) return;
+  if (suite->mount != nullptr && suite->failure.empty()) {
+    const std::string um = suite->mount->Unmount();
+    EXPECT_EQ(um, "") << "unmounting at the end of the suite";
+    if (um.empty()) {
+      const std::string fsck = suite->mount->Fsck();
+      EXPECT_EQ(fsck, "") << "fsck at the end of the suite";
+    }
+  }
+  if (suite->mount == nullptr && !suite->root.empty()) {
+    std::error_code ec;  // WALFS_FUSE_TEST_DIR: leave the directory as we found it
+    std::filesystem::remove_all(suite->root, ec);
+  }
+  delete suite;
+  suite = nullptr;
+}
+
+void MountedFs::SetUp() {
+  ASSERT_NE(suite, nullptr) << "a suite's SetUpTestSuite must call MountSuite";
+  if (!suite->skip_reason.empty()) {
+    std::printf("[  SKIPPED ] FUSE is unavailable: %s\n", suite->skip_reason.c_str());
+    GTEST_SKIP() << "FUSE is unavailable: " << suite->skip_reason;
+  }
+  ASSERT_EQ(suite->failure, "") << "the suite's filesystem could not be set up";
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  if (suite->watchdog != nullptr) {
+    suite->watchdog->Arm(suite->mount.get(),
+                         std::string(info->test_suite_name()) + "." + info->name());
+  }
+  dir_ = suite->root + "/" + info->name() + "-" + std::to_string(suite->next_dir++);
+  ASSERT_SYS(mkdir(dir_.c_str(), 0755));
+}
+
+void MountedFs::TearDown() {
+  if (suite == nullptr || suite->root.empty()) return;
+  if (suite->watchdog != nullptr) {
+    const std::string hung = suite->watchdog->Disarm();
+    if (!hung.empty()) {
+      ADD_FAILURE() << hung;
+      suite->failure = "walfs was killed after a test hung in it";
+    }
+  }
+  std::vector<std::string> leaked;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    const std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
+    if (ec || target.rfind(suite->root + "/", 0) != 0) continue;
+    leaked.push_back(target);
+    close(std::stoi(entry.path().filename().string()));
+  }
+  if (!leaked.empty() && !HasFailure()) {
+    ADD_FAILURE() << "the test left " << leaked.size() << " descriptor(s) open, e.g. "
+                  << leaked.front();
+  }
+}
+
+std::string MountedFs::Path(std::string_view rel) const {
+  return rel.empty() ? dir_ : dir_ + "/" + std::string(rel);
+}
+
+std::string MountedFs::Root() const {
+  if (ExternalDir() != nullptr) return suite->root;
+  return suite->mount->mountpoint();
+}
+
+bool MountedFs::OnWalfs() { return ExternalDir() == nullptr; }
+
+unsigned long long MountedFs::FsBytes() const {
+  struct statvfs sv {};
+  if (statvfs(dir_.c_str(), &sv) != 0) return 0;
+  return static_cast<unsigned long long>(sv.f_blocks) * sv.f_frsize;
+}
+
+void MountedFs::Remount(const std::vector<std::string>& options) {
+  ASSERT_TRUE(OnWalfs()) << "Remount needs walfs";
+  const std::string um = suite->mount->Unmount();
+  ASSERT_EQ(um, "") << "unmount before remount";
+  const std::string fsck = suite->mount->Fsck();
+  ASSERT_EQ(fsck, "") << "fsck between unmount and mount";
+  suite->failure = suite->mount->Mount(options);
+  ASSERT_EQ(suite->failure, "") << "mount again";
+}
+
+std::string ErrnoMismatch(const char* call, long result, int got, int want) {
+  if (result == -1 && got == want) return "";
+  return std::string(call) + " returned " + std::to_string(result) +
+         (result == -1 ? std::string(" errno ") + strerrorname_np(got) : std::string()) +
+         ", expected -1 errno " + strerrorname_np(want) + " ";
+}
+
+void WriteFile(const std::string& path, std::string_view data, int mode) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  ASSERT_SYS(fd);
+  ASSERT_EQ(write(fd, data.data(), data.size()), static_cast<ssize_t>(data.size()))
+      << path << ": " << strerrorname_np(errno);
+  ASSERT_SYS(close(fd));
+}
+
+std::string ReadFile(const std::string& path) {
+  std::string out;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  EXPECT_NE(fd, -1) << path << ": " << strerrorname_np(errno);
+  if (fd < 0) return out;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, n);
+  EXPECT_EQ(n, 0) << path << ": " << strerrorname_np(errno);
+  close(fd);
+  return out;
+}
+
+ino_t InodeOf(const std::string& path) {
+  struct stat st {};
+  EXPECT_EQ(lstat(path.c_str(), &st), 0) << path << ": " << strerrorname_np(errno);
+  return st.st_ino;
+}
+
+std::vector<std::string> ListDir(const std::string& path) {
+  std::vector<std::string> names;
+  DIR* d = opendir(path.c_str());
+  EXPECT_NE(d, nullptr) << path << ": " << strerrorname_np(errno);
+  if (d == nullptr) return names;
+  errno = 0;
+  while (dirent* e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  EXPECT_EQ(errno, 0) << "readdir " << path;
+  closedir(d);
+  return names;
+}
+
+}  // namespace walfs::testing

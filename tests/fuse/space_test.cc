@@ -1,0 +1,215 @@
+// Space: statfs accounting, fallocate (allocate, keep size, punch hole),
+// SEEK_DATA/SEEK_HOLE, and running out of space on a small image and
+// recovering from it.
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "tests/fuse/mount_fixture.h"
+
+namespace walfs::testing {
+namespace {
+
+constexpr off_t kMiB = 1 << 20;
+
+class Space : public MountedFs {
+ protected:
+  struct statvfs StatFs() {
+    struct statvfs sv {};
+    EXPECT_EQ(statvfs(Path().c_str(), &sv), 0) << strerrorname_np(errno);
+    return sv;
+  }
+  // Free bytes, after pushing delayed frees out (ext4 returns freed blocks
+  // at journal commit; walfs may return them lazily too).
+  unsigned long long FreeBytes() {
+    const int fd = open(Path().c_str(), O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+      syncfs(fd);
+      close(fd);
+    }
+    const struct statvfs sv = StatFs();
+    return static_cast<unsigned long long>(sv.f_bfree) * sv.f_frsize;
+  }
+  static void WriteZeros(int fd, off_t len) {
+    const std::string buf(kMiB, 'z');
+    for (off_t off = 0; off < len; off += kMiB) {
+      ASSERT_EQ(pwrite(fd, buf.data(), buf.size(), off), static_cast<ssize_t>(buf.size()))
+          << strerrorname_np(errno);
+    }
+  }
+  static blkcnt_t Blocks(int fd) {
+    struct stat st {};
+    EXPECT_EQ(fstat(fd, &st), 0);
+    return st.st_blocks;
+  }
+};
+
+TEST_F(Space, StatfsDescribesTheFilesystem) {
+  const struct statvfs sv = StatFs();
+  EXPECT_GT(sv.f_bsize, 0u);
+  EXPECT_GT(sv.f_frsize, 0u);
+  EXPECT_GT(sv.f_blocks, 0u);
+  EXPECT_LE(sv.f_bfree, sv.f_blocks);
+  EXPECT_LE(sv.f_bavail, sv.f_bfree);
+  EXPECT_LE(sv.f_ffree, sv.f_files);
+  EXPECT_EQ(sv.f_namemax, 255u);
+}
+
+TEST_F(Space, FreeBlocksDropAfterWriting16MiBAndComeBackAfterUnlink) {
+  const unsigned long long before = FreeBytes();
+  const int fd = open(Path("f").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_SYS(fd);
+  WriteZeros(fd, 16 * kMiB);
+  ASSERT_SYS(fsync(fd));
+  close(fd);
+  const unsigned long long written = FreeBytes();
+  EXPECT_GE(before - std::min(before, written), 16ull * kMiB)
+      << "free bytes before " << before << ", after writing " << written;
+  ASSERT_SYS(unlink(Path("f").c_str()));
+  // Frees may be lazy: give them a few seconds.
+  unsigned long long after = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  do {
+    after = FreeBytes();
+    if (after + kMiB / 4 >= before) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  } while (std::chrono::steady_clock::now() < deadline);
+  EXPECT_GE(after + kMiB / 4, before) << "free bytes before " << before << ", after unlink "
+                                      << after;
+}
+
+TEST_F(Space, FallocateAllocatesZerosAndExtendsUnlessKeepSize) {
+  const int fd = open(Path("f").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_SYS(fd);
+  ASSERT_SYS(fallocate(fd, 0, 0, 4 * kMiB));
+  struct stat st {};
+  ASSERT_SYS(fstat(fd, &st));
+  EXPECT_EQ(st.st_size, 4 * kMiB);
+  EXPECT_GE(st.st_blocks * 512, 4 * kMiB);
+  std::string buf(4 * kMiB, 'x');
+  ASSERT_EQ(pread(fd, buf.data(), buf.size(), 0), 4 * kMiB);
+  EXPECT_TRUE(buf == std::string(4 * kMiB, '\0')) << "preallocated space reads as zeros";
+  ASSERT_SYS(fallocate(fd, FALLOC_FL_KEEP_SIZE, 4 * kMiB, 4 * kMiB));
+  ASSERT_SYS(fstat(fd, &st));
+  EXPECT_EQ(st.st_size, 4 * kMiB);
+  EXPECT_GE(st.st_blocks * 512, 8 * kMiB);
+  EXPECT_ERRNO(EINVAL, fallocate(fd, 0, 0, 0));
+  close(fd);
+}
+
+TEST_F(Space, PunchHoleZerosTheRangeAndFreesItsBlocks) {
+  const int fd = open(Path("f").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_SYS(fd);
+  WriteZeros(fd, 8 * kMiB);
+  ASSERT_SYS(fsync(fd));
+  const blkcnt_t full = Blocks(fd);
+  ASSERT_SYS(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, kMiB, 4 * kMiB));
+  struct stat st {};
+  ASSERT_SYS(fstat(fd, &st));
+  EXPECT_EQ(st.st_size, 8 * kMiB);
+  EXPECT_LE(st.st_blocks * 512, full * 512 - 4 * kMiB) << "the hole's blocks are freed";
+  std::string buf(6 * kMiB, '?');
+  ASSERT_EQ(pread(fd, buf.data(), buf.size(), 0), 6 * kMiB);
+  EXPECT_TRUE(buf.substr(0, kMiB) == std::string(kMiB, 'z'));
+  EXPECT_TRUE(buf.substr(kMiB, 4 * kMiB) == std::string(4 * kMiB, '\0')) << "hole reads zeros";
+  EXPECT_TRUE(buf.substr(5 * kMiB) == std::string(kMiB, 'z'));
+  // Unaligned punch: partial blocks are zeroed, not freed.
+  ASSERT_SYS(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 6 * kMiB + 100, 5000));
+  std::string part(5200, '?');
+  ASSERT_EQ(pread(fd, part.data(), part.size(), 6 * kMiB), 5200);
+  EXPECT_EQ(part, std::string(100, 'z') + std::string(5000, '\0') + std::string(100, 'z'));
+  EXPECT_ERRNO(EOPNOTSUPP, fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, 4096))
+      << "punching a hole needs KEEP_SIZE";
+  close(fd);
+}
+
+TEST_F(Space, SeekDataAndSeekHoleFindTheExtentsOfASparseFile) {
+  const int fd = open(Path("f").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_SYS(fd);
+  const std::string block(4096, 'd');
+  ASSERT_EQ(pwrite(fd, block.data(), 4096, 0), 4096);
+  ASSERT_EQ(pwrite(fd, block.data(), 4096, kMiB), 4096);
+  ASSERT_SYS(ftruncate(fd, 2 * kMiB));
+  ASSERT_SYS(fsync(fd));
+  EXPECT_EQ(lseek(fd, 0, SEEK_DATA), 0);
+  EXPECT_EQ(lseek(fd, 0, SEEK_HOLE), 4096);
+  EXPECT_EQ(lseek(fd, 4096, SEEK_DATA), kMiB);
+  EXPECT_EQ(lseek(fd, kMiB + 10, SEEK_DATA), kMiB + 10);
+  EXPECT_EQ(lseek(fd, kMiB, SEEK_HOLE), kMiB + 4096);
+  EXPECT_EQ(lseek(fd, kMiB + 4096, SEEK_HOLE), kMiB + 4096);
+  EXPECT_ERRNO(ENXIO, lseek(fd, kMiB + 4096, SEEK_DATA)) << "no data after the last extent";
+  EXPECT_ERRNO(ENXIO, lseek(fd, 2 * kMiB, SEEK_HOLE)) << "at end of file";
+  EXPECT_EQ(lseek(fd, 2 * kMiB - 1, SEEK_HOLE), 2 * kMiB - 1);
+  close(fd);
+}
+
+// A 64 MiB image, so filling it is quick.
+class SmallImage : public Space {
+ public:
+  static void SetUpTestSuite() {
+    MountConfig c;
+    c.image_size = "64m";
+    MountSuite(c);
+  }
+};
+
+TEST_F(SmallImage, WritingUntilENOSPCThenDeletingLetsWritesSucceedAgain) {
+  if (FsBytes() > 1024 * kMiB) {
+    GTEST_SKIP() << "filesystem under test is " << FsBytes() << " bytes; ENOSPC needs <= 1 GiB";
+  }
+  const unsigned long long start_free = FreeBytes();
+  const int fd = open(Path("fill").c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_SYS(fd);
+  const std::string buf(kMiB, 'f');
+  off_t written = 0;
+  int err = 0;
+  for (;;) {
+    const ssize_t n = write(fd, buf.data(), buf.size());
+    if (n < 0) {
+      err = errno;
+      break;
+    }
+    written += n;
+    ASSERT_LE(written, static_cast<off_t>(FsBytes())) << "wrote more than the filesystem holds";
+  }
+  EXPECT_EQ(err, ENOSPC) << strerrorname_np(err);
+  // With write-back caching the error may surface only here; it may not be
+  // lost in between.
+  const int fsync_r = fsync(fd);
+  EXPECT_TRUE(fsync_r == 0 || errno == ENOSPC) << strerrorname_np(errno);
+  close(fd);
+  EXPECT_GE(written, static_cast<off_t>(start_free / 2)) << "most free space is writable";
+  EXPECT_ERRNO(ENOSPC, [&] {
+    const int f2 = open(Path("more").c_str(), O_WRONLY | O_CREAT, 0644);
+    if (f2 < 0) return -1;
+    const ssize_t n = write(f2, buf.data(), buf.size());
+    const int e = errno;
+    close(f2);
+    errno = e;
+    return n < 0 ? -1 : static_cast<int>(n);
+  }());
+
+  ASSERT_SYS(unlink(Path("fill").c_str()));
+  unlink(Path("more").c_str());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (FreeBytes() < start_free - 4 * kMiB && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const int again = open(Path("again").c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_SYS(again);
+  WriteZeros(again, 16 * kMiB);
+  EXPECT_SYS(fsync(again));
+  close(again);
+  struct stat st {};
+  ASSERT_SYS(stat(Path("again").c_str(), &st));
+  EXPECT_EQ(st.st_size, 16 * kMiB);
+}
+
+}  // namespace
+}  // namespace walfs::testing
