@@ -170,6 +170,7 @@ Result<Extent> Allocator::AllocInAg(FsTransaction* tx, std::uint32_t agno,
       }
       WALFS_RETURN_IF_ERROR(SetBits(tx, agno, b, n, true));
       LogAgFree(tx, agh, h.free_blocks - n);
+      free_total_.fetch_sub(n, std::memory_order_relaxed);
       return Extent{0, sb_->AgStart(agno) + b, n, false};
     }
   }
@@ -223,6 +224,19 @@ Result<Extent> Allocator::Alloc(FsTransaction* tx, const AllocRequest& r) {
   return Status::NoSpace(fmt::format("no free run of {} blocks", r.min));
 }
 
+Status Allocator::LoadFreeTotal() NO_THREAD_SAFETY_ANALYSIS {
+  std::int64_t total = 0;
+  for (std::uint32_t agno = 0; agno < sb_->ag_count; ++agno) {
+    WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), BlockType::kAgHeader));
+    agh->Lock();
+    const AgHeader h = format::PeekAgHeader(agh->data());  // verified when read
+    agh->Unlock();
+    total += h.free_blocks;
+  }
+  free_total_.store(total, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
 Status Allocator::Free(FsTransaction* tx, std::uint64_t block, std::uint32_t count) {
   if (block < sb_->data_start() || block + count > sb_->total_blocks || count == 0)
     return Status::Corruption(fmt::format("freeing blocks {}+{}, outside the data area", block, count));
@@ -245,6 +259,7 @@ Status Allocator::Free(FsTransaction* tx, std::uint64_t block, std::uint32_t cou
   WALFS_RETURN_IF_ERROR(CheckBits(agno, agblock, count, /*used=*/true));
   WALFS_RETURN_IF_ERROR(SetBits(tx, agno, agblock, count, false));
   LogAgFree(tx, agh, h.free_blocks + count);
+  free_total_.fetch_add(count, std::memory_order_relaxed);
   // Busy until the checkpoint holding this free is on disk.  Nobody else
   // sees the bits clear before this transaction lets go of the AG header.
   {

@@ -21,6 +21,7 @@
 // and tries again.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -69,6 +70,10 @@ class Allocator {
   Status Free(FsTransaction* tx, std::uint64_t block, std::uint32_t count);
 
   AllocStats Stats() const;
+  // Free blocks over all AGs, kept current by Alloc and Free once loaded
+  // from the AG headers (at mount).
+  Status LoadFreeTotal();
+  std::int64_t FreeTotal() const { return free_total_.load(std::memory_order_relaxed); }
 
  private:
   struct Busy {
@@ -96,6 +101,7 @@ class Allocator {
   // Per AG: agblock -> busy run.
   std::map<std::uint32_t, std::map<std::uint32_t, Busy>> busy_ GUARDED_BY(mu_);
   AllocStats stats_ GUARDED_BY(mu_);
+  std::atomic<std::int64_t> free_total_{0};
 };
 
 }  // namespace walfs::fs

@@ -68,6 +68,15 @@ BufCache::~BufCache() {
 Result<BufRef> BufCache::Read(std::uint64_t blkno, BlockType type) { return Lookup(blkno, type, true); }
 Result<BufRef> BufCache::Get(std::uint64_t blkno, BlockType type) { return Lookup(blkno, type, false); }
 
+namespace {
+// Where writeback stamps the LSN in a block of this kind.
+std::uint32_t LsnOffsetOf(BlockType type) {
+  return type == BlockType::kInodes ? format::kInodeLsnOffset
+         : type == BlockType::kRaw  ? journal::kBufNoLsn
+                                    : format::kHeaderLsnOffset;
+}
+}  // namespace
+
 Result<BufRef> BufCache::Lookup(std::uint64_t blkno, BlockType type, bool read) {
   const format::Superblock& sb = *options_.sb;
   if (blkno >= sb.total_blocks || (blkno >= sb.log_start && blkno < sb.data_start()) || blkno == 0)
@@ -75,6 +84,7 @@ Result<BufRef> BufCache::Lookup(std::uint64_t blkno, BlockType type, bool read) 
                                                "({} blocks, log at {}+{})",
                                                blkno, sb.total_blocks, sb.log_start, sb.log_blocks));
   journal::BufLogItem* item = nullptr;
+  bool retyped = true;  // a cached block taking a new kind (cleared on a miss)
   {
     MutexLock l(&mu_);
     auto it = map_.find(blkno);
@@ -87,33 +97,43 @@ Result<BufRef> BufCache::Lookup(std::uint64_t blkno, BlockType type, bool read) 
     }
     if (it != map_.end()) {
       Entry& e = it->second;
-      // A block is one kind of metadata at a time; asking for it as another
-      // is a caller bug or a freed block reused without being cancelled.
+      // A block is one kind of metadata at a time; reading it as another is
+      // a caller bug or damage.  Get() is a freed block being set up again,
+      // possibly as another kind: it takes the new kind below.
       if (e.type != type && read)
         return Status::Corruption(fmt::format("block {} is cached as {} but read as {}", blkno,
                                               format::BlockTypeName(e.type),
                                               format::BlockTypeName(type)));
       if (e.refs++ == 0) lru_.erase(e.lru);
       ++stats_.hits;
-      return BufRef(this, e.item.get());
+      item = e.item.get();
+      if (e.type == type) return BufRef(this, item);
+      e.type = type;
+    } else {
+      ++stats_.misses;
+      Entry& e = map_[blkno];
+      e.type = type;
+      e.refs = 1;
+      const auto t = static_cast<std::uint8_t>(type);
+      e.item = std::make_unique<journal::BufLogItem>(journal::BufLogItemOptions{
+          .device = options_.device,
+          .blkno = blkno,
+          .block_size = sb.block_size,
+          .lsn_offset = LsnOffsetOf(type),
+          .ail = &options_.log->ail(),
+          .type = t,
+          .seal = [t](std::span<std::byte> b) { format::SealMetadataBlock(t, b); },
+          .on_error = [log = options_.log](Status s) { log->Shutdown(s); }});
+      item = e.item.get();
+      retyped = false;
     }
-    ++stats_.misses;
-    Entry& e = map_[blkno];
-    e.type = type;
-    e.refs = 1;
+  }
+  if (retyped) {
     const auto t = static_cast<std::uint8_t>(type);
-    e.item = std::make_unique<journal::BufLogItem>(journal::BufLogItemOptions{
-        .device = options_.device,
-        .blkno = blkno,
-        .block_size = sb.block_size,
-        .lsn_offset = type == BlockType::kInodes ? format::kInodeLsnOffset
-                                                 : type == BlockType::kRaw ? journal::kBufNoLsn
-                                                                           : format::kHeaderLsnOffset,
-        .ail = &options_.log->ail(),
-        .type = t,
-        .seal = [t](std::span<std::byte> b) { format::SealMetadataBlock(t, b); },
-        .on_error = [log = options_.log](Status s) { log->Shutdown(s); }});
-    item = e.item.get();
+    item->Lock();
+    item->Retype(t, LsnOffsetOf(type), [t](std::span<std::byte> b) { format::SealMetadataBlock(t, b); });
+    item->Unlock();
+    return BufRef(this, item);
   }
   // Load outside the cache lock: other blocks stay available meanwhile.
   Status s;

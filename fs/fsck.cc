@@ -5,15 +5,19 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "base/coding.h"
 #include "fs/format/ag_format.h"
 #include "fs/format/block_header.h"
 #include "fs/format/block_types.h"
+#include "fs/format/btree_format.h"
+#include "fs/dir.h"
 #include "fs/format/inode_format.h"
 #include "journal/log.h"
 #include "journal/log_recover.h"
@@ -173,6 +177,80 @@ class Checker {
     return Status::Ok();
   }
 
+  // Walks a B+tree from its root (read from disk, every node verified and
+  // claimed for `ino`), calling fn for each leaf record.  False if the tree
+  // is damaged (the problem is reported).
+  bool WalkTree(std::uint64_t ino, const char* what, std::uint64_t root, std::uint8_t levels,
+                const std::function<void(std::uint64_t key, std::string_view value)>& fn) {
+    if (root == 0) return true;
+    const Superblock& sb = r_->sb;
+    if (levels == 0 || levels > 8) {
+      Problem(fmt::format("inode {}: {} tree of height {}", ino, what, levels));
+      return false;
+    }
+    struct Todo { std::uint64_t block; int level; std::uint64_t low, high; };
+    std::vector<Todo> stack{{root, levels - 1, 0, UINT64_MAX}};
+    std::vector<std::byte> b;
+    std::uint64_t last_key = 0;
+    bool any = false;
+    while (!stack.empty()) {
+      const Todo t = stack.back();
+      stack.pop_back();
+      if (t.block < sb.data_start() || t.block >= sb.total_blocks) {
+        Problem(fmt::format("inode {}: {} tree points outside the filesystem (block {})", ino, what, t.block));
+        return false;
+      }
+      Claim(t.block, 1, fmt::format("inode {} ({} tree)", ino, what));
+      if (!ReadBlock(t.block, &b).ok()) {
+        Problem(fmt::format("inode {}: {} tree block {} unreadable", ino, what, t.block));
+        return false;
+      }
+      if (Status st = VerifyBtreeNode(b, t.block, sb.uuid); !st.ok()) {
+        Problem(fmt::format("inode {}: {} tree: {}", ino, what, st.message()));
+        return false;
+      }
+      const BtreeNodeHeader h = DecodeBtreeNodeHeader(b);
+      if (h.owner != ino || h.level != t.level) {
+        Problem(fmt::format("inode {}: {} tree block {} belongs to {} at level {}, not level {}", ino,
+                            what, t.block, h.owner, h.level, t.level));
+        return false;
+      }
+      if (h.level == 0) {
+        for (const auto& [key, value] : BtreeLeafRecords(b)) {
+          if (key < t.low || key >= t.high || (any && key <= last_key)) {
+            Problem(fmt::format("inode {}: {} tree key {} out of order", ino, what, key));
+            return false;
+          }
+          any = true;
+          last_key = key;
+          fn(key, value);
+        }
+      } else {
+        const auto entries = BtreeEntries(b);
+        // Children in reverse so the leftmost is walked first.
+        for (std::size_t i = entries.size(); i-- > 0;) {
+          const std::uint64_t low = i == 0 ? t.low : entries[i].first;
+          const std::uint64_t high = i + 1 < entries.size() ? entries[i + 1].first : t.high;
+          stack.push_back({entries[i].second, t.level - 1, low, high});
+        }
+      }
+    }
+    return true;
+  }
+
+  void CheckXattrFork(std::uint64_t ino, const InodeCore& inode) {
+    if (inode.aformat == ForkFormat::kNone) return;
+    if (inode.aformat != ForkFormat::kBtree || inode.fork_off != kXattrForkOffset) {
+      Problem(fmt::format("inode {}: xattr fork in {} format at {}", ino, ForkFormatName(inode.aformat), inode.fork_off));
+      return;
+    }
+    const BtreeRoot root = GetForkRoot(inode.literal, kXattrForkOffset);
+    WalkTree(ino, "xattr", root.block, root.levels, [&](std::uint64_t, std::string_view v) {
+      if (v.empty() || v.size() < 1 + static_cast<std::uint8_t>(v[0]) || v[0] == 0)
+        Problem(fmt::format("inode {}: xattr record of {} bytes", ino, v.size()));
+    });
+  }
+
   Status ScanChunk(std::uint32_t agno, const ImapRecord& rec) {
     const Superblock& sb = r_->sb;
     const std::uint64_t first = sb.AgStart(agno) + rec.start;
@@ -203,17 +281,41 @@ class Checker {
         info.nlink = inode->nlink;
         info.next_unlinked = inode->next_unlinked;
         const std::uint32_t data_room = inode->fork_off ? inode->fork_off : kLiteralSize;
-        if (inode->format == ForkFormat::kExtents) {
-          std::uint64_t blocks = 0;
-          for (std::uint32_t e = 0; e < inode->nextents; ++e) {
-            const Extent x = DecodeExtent(inode->literal.data() + std::size_t{e} * kExtentSize);
+        CheckXattrFork(ino, *inode);
+        if (inode->format == ForkFormat::kExtents || (inode->format == ForkFormat::kBtree && !S_ISDIR(inode->mode))) {
+          std::uint64_t blocks = 0, count = 0;
+          auto claim = [&](const Extent& x) {
+            if (x.disk_block < sb.data_start() || x.disk_block + x.length > sb.total_blocks) {
+              Problem(fmt::format("inode {}: extent at file block {} maps blocks {}+{} outside the data area",
+                                  ino, x.file_block, x.disk_block, x.length));
+              return;
+            }
             Claim(x.disk_block, x.length, fmt::format("inode {}", ino));
             blocks += x.length;
+            ++count;
+          };
+          if (inode->format == ForkFormat::kExtents) {
+            for (std::uint32_t e = 0; e < inode->nextents; ++e)
+              claim(DecodeExtent(inode->literal.data() + std::size_t{e} * kExtentSize));
+          } else {
+            const BtreeRoot root = GetForkRoot(inode->literal, 0);
+            std::uint64_t next_free = 0;
+            WalkTree(ino, "extent", root.block, root.levels, [&](std::uint64_t key, std::string_view v) {
+              if (v.size() != kExtentSize) {
+                Problem(fmt::format("inode {}: extent record of {} bytes", ino, v.size()));
+                return;
+              }
+              const Extent x = DecodeExtent(v.data());
+              if (x.file_block != key || x.file_block < next_free)
+                Problem(fmt::format("inode {}: extent at file block {} overlaps or is misfiled", ino, x.file_block));
+              next_free = x.file_block + x.length;
+              claim(x);
+            });
+            if (count != inode->nextents)
+              Problem(fmt::format("inode {} has {} extents but counts {}", ino, count, inode->nextents));
           }
-          if (blocks > inode->nblocks)
+          if (blocks != inode->nblocks)
             Problem(fmt::format("inode {} maps {} blocks but counts {}", ino, blocks, inode->nblocks));
-        } else if (inode->format == ForkFormat::kBtree) {
-          Problem(fmt::format("inode {}: extent B+trees are not checked by this fsck", ino));
         }
         if (S_ISDIR(inode->mode)) {
           ++r_->directories;
@@ -224,9 +326,29 @@ class Checker {
               Problem(fmt::format("directory {}: {}", ino, st.message()));
             else
               info.entries_known = true;
+          } else if (inode->format == ForkFormat::kBtree) {
+            const BtreeRoot root = GetForkRoot(inode->literal, 0);
+            info.parent = DecodeFixed64(inode->literal.data() + 16);
+            bool ok = true;
+            const bool walked = WalkTree(ino, "directory", root.block, root.levels, [&](std::uint64_t key, std::string_view v) {
+              if (v.size() < 10 || v.size() > 9 + kMaxNameLen) {
+                Problem(fmt::format("directory {}: entry of {} bytes", ino, v.size()));
+                ok = false;
+                return;
+              }
+              DirEntry e;
+              e.ino = DecodeFixed64(v.data());
+              e.ftype = static_cast<std::uint8_t>(v[8]);
+              e.name.assign(v.substr(9));
+              if ((key & ~std::uint64_t{0xffff}) != DirHashKey(e.name)) {
+                Problem(fmt::format("directory {}: \"{}\" is filed under the wrong hash", ino, e.name));
+                ok = false;
+              }
+              info.entries.push_back(std::move(e));
+            });
+            info.entries_known = walked && ok;
           } else {
-            Problem(fmt::format("directory {}: {} format directories are not checked by this fsck",
-                                ino, ForkFormatName(inode->format)));
+            Problem(fmt::format("directory {}: {} format", ino, ForkFormatName(inode->format)));
           }
         }
       }

@@ -107,6 +107,15 @@ bool BufLogItem::flushing() const {
   return flushing_;
 }
 
+void BufLogItem::Retype(std::uint8_t type, std::uint32_t lsn_offset,
+                        std::function<void(std::span<std::byte>)> seal) {
+  WALFS_CHECK_MSG(lsn_offset == kBufNoLsn || lsn_offset + kBufLsnSize <= block_size_,
+                  "LSN stamp outside the block");
+  type_ = type;
+  lsn_offset_ = lsn_offset;
+  seal_ = std::move(seal);
+}
+
 bool BufLogItem::Format(std::string* out) {
   BufLogFormat f;
   f.blkno = blkno_;

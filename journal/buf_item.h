@@ -118,6 +118,11 @@ class BufLogItem final : public LogItem {
   // The block was freed: the next Format() logs a cancel, and it is never
   // written back again.
   void MarkCancelled() REQUIRES(lock_);
+  // The block, freed, is being set up again as another kind of metadata
+  // (the caller then logs it whole): its type, LSN stamp offset and seal
+  // hook become the new kind's.
+  void Retype(std::uint8_t type, std::uint32_t lsn_offset,
+              std::function<void(std::span<std::byte>)> seal) REQUIRES(lock_);
   bool cancelled() const REQUIRES(lock_) { return cancelled_; }
   // The chunks a Format() now would log.
   std::vector<std::uint32_t> dirty_map() const EXCLUDES(mu_);
@@ -149,9 +154,10 @@ class BufLogItem final : public LogItem {
   const std::function<void(Status)> on_error_;
   const std::uint64_t blkno_;
   const std::uint32_t block_size_;
-  const std::uint32_t lsn_offset_;
-  const std::uint8_t type_;
-  const std::function<void(std::span<std::byte>)> seal_;
+  // Fixed but for Retype() (under lock_, which Format and Push hold).
+  std::uint32_t lsn_offset_;
+  std::uint8_t type_;
+  std::function<void(std::span<std::byte>)> seal_;
 
   // Lock order: (Ail::mu_, when Push() is called) before lock_ before mu_.
   BufferLock lock_;

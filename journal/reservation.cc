@@ -25,8 +25,10 @@ struct Cost {
   // One block allocation or free: the AG header plus both free-space index
   // paths (by block and by size), each split to the root.
   std::int32_t Alloc() const { return Bufs(1 + 2 * g.free_levels); }
-  // A directory entry added or removed: the index path plus a data block.
-  std::int32_t DirChange() const { return Bufs(g.dir_levels + 1); }
+  // A directory entry added or removed: a B+tree insert splitting every
+  // level and growing a new root (fs/btree.h InsertBlocks), and the block
+  // allocations that takes.
+  std::int32_t DirChange() const { return Bufs(2 * g.dir_levels + 1) + Alloc(); }
   // An inode allocated or freed: the AG header, the inode index path and the
   // inode chunk's first block, plus a block allocation for a new chunk.
   // A new chunk is logged whole: 64 inodes, in as many blocks as they take.
@@ -35,7 +37,8 @@ struct Cost {
     return 64 * g.inode_size + blocks * ReservationTable::kBufOverhead;
   }
   std::int32_t InodeAlloc() const { return Bufs(2 + g.inode_levels) + Alloc() + InodeChunk(); }
-  std::int32_t ExtentChange() const { return Bufs(g.extent_levels); }
+  // One extent inserted into or erased from a file's map, split to the root.
+  std::int32_t ExtentChange() const { return Bufs(2 * g.extent_levels + 1) + Alloc(); }
 };
 
 }  // namespace
@@ -63,7 +66,9 @@ ReservationTable::ReservationTable(const ReservationGeometry& geo) {
   set(TransType::kRename, c.Inodes(4) + 2 * c.DirChange() + c.Alloc(), 2, true);
   set(TransType::kSymlink, c.Inodes(2) + c.DirChange() + c.InodeAlloc() + c.Bufs(1) + c.Alloc(), 2,
       true);
-  set(TransType::kWrite, c.Inodes(1) + c.ExtentChange() + c.Alloc(), 2, true);
+  // A write maps one new extent, or converts an unwritten one (an erase and
+  // up to three inserts touching the same leaves).
+  set(TransType::kWrite, c.Inodes(1) + 2 * c.ExtentChange() + c.Alloc(), 2, true);
   set(TransType::kTruncate, c.Inodes(1) + c.ExtentChange() + 2 * c.Alloc(), 2, true);
   set(TransType::kSetattr, c.Inodes(1), 1, false);
   set(TransType::kXattr, c.Inodes(1) + c.ExtentChange() + c.Alloc(), 2, true);

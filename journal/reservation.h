@@ -42,7 +42,7 @@ struct ReservationGeometry {
   std::int32_t dir_levels = 3;     // height of a directory's hash index
   std::int32_t free_levels = 3;    // height of an AG's free-space index
   std::int32_t inode_levels = 3;   // height of an AG's inode allocation index
-  std::int32_t extent_levels = 2;  // height of a file's extent map
+  std::int32_t extent_levels = 3;  // height of a file's extent map
 };
 
 struct TransResv {

@@ -34,6 +34,19 @@ void EncodeAgHeader(const AgHeader& h, const Superblock& sb, std::span<std::byte
   SealBlock(block);
 }
 
+AgHeader PeekAgHeader(std::span<const std::byte> block) {
+  const char* p = C(block);
+  AgHeader h;
+  h.agno = DecodeFixed32(p + 48);
+  h.length = DecodeFixed32(p + 52);
+  h.free_blocks = DecodeFixed32(p + 56);
+  h.icount = DecodeFixed32(p + 60);
+  h.ifree = DecodeFixed32(p + 64);
+  h.chunks = DecodeFixed32(p + 68);
+  h.unlinked_head = DecodeFixed64(p + 72);
+  return h;
+}
+
 Result<AgHeader> DecodeAgHeader(std::span<const std::byte> block, const Superblock& sb,
                                 std::uint32_t agno) {
   const std::uint64_t blkno = sb.AgStart(agno);

@@ -62,6 +62,9 @@ inline std::uint32_t RecordsPerImapBlock(std::uint32_t block_size) {
 void EncodeAgHeader(const AgHeader& h, const Superblock& sb, std::span<std::byte> block);
 Result<AgHeader> DecodeAgHeader(std::span<const std::byte> block, const Superblock& sb,
                                 std::uint32_t agno);
+// The counters of a header already verified when it was read (a cached
+// buffer: its CRC is only current after writeback), unchecked.
+AgHeader PeekAgHeader(std::span<const std::byte> block);
 
 // Bitmap blocks: bits [0, BitsPerBitmapBlock) cover agblocks
 // [index * bits, (index + 1) * bits).

@@ -30,7 +30,7 @@ using testing::kBlockSize;
 using testing::kPayloadOffset;
 using testing::TestJournal;
 
-constexpr std::uint32_t kSectors = 2048;  // 1 MiB: the workload wraps it
+constexpr std::uint32_t kSectors = 2048;  // 1 MiB
 constexpr std::uint32_t kBlocks = 8;
 constexpr std::size_t kPayload = kBlockSize - kPayloadOffset;
 
@@ -66,6 +66,9 @@ Workload RunWorkload(std::uint64_t seed, int count) {
   LogOptions o = testing::TestLogOptions(w.rec.get(), kSectors);
   o.iclog_count = 4;
   o.iclog_bytes = 16 * 1024;
+  // The reservations of a 1 KiB-block filesystem, so that a small log is
+  // allowed.  This workload does not wrap the log: see the wrap spec.
+  o.geometry.block_size = 1024;
   o.push_bytes = 24 * 1024;  // background checkpoints between forces
   auto opened = Log::Open(o);
   EXPECT_TRUE(opened.ok()) << opened.status().ToString();

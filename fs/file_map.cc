@@ -1,0 +1,243 @@
+#include "fs/file_map.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "base/coding.h"
+#include "fs/dir.h"
+
+namespace walfs::fs {
+
+using format::Extent;
+using format::ForkFormat;
+using format::InodeCore;
+
+namespace {
+std::vector<Extent> InlineExtents(const InodeCore& f) {
+  std::vector<Extent> out;
+  out.reserve(f.nextents);
+  for (std::uint32_t i = 0; i < f.nextents && (i + 1) * format::kExtentSize <= kDataForkRoom; ++i)
+    out.push_back(format::DecodeExtent(f.literal.data() + i * format::kExtentSize));
+  return out;
+}
+
+void PutInline(InodeCore* f, const std::vector<Extent>& es) {
+  std::fill(f->literal.begin(), f->literal.begin() + kDataForkRoom, '\0');
+  for (std::size_t i = 0; i < es.size(); ++i)
+    format::EncodeExtent(es[i], f->literal.data() + i * format::kExtentSize);
+  f->nextents = static_cast<std::uint32_t>(es.size());
+}
+
+std::string Value(const Extent& e) {
+  std::string v(format::kExtentSize, '\0');
+  format::EncodeExtent(e, v.data());
+  return v;
+}
+
+Result<Extent> FromValue(std::uint64_t key, std::string_view v) {
+  if (v.size() != format::kExtentSize) return Status::Corruption(fmt::format("extent record of {} bytes", v.size()));
+  Extent e = format::DecodeExtent(v.data());
+  if (e.file_block != key) return Status::Corruption(fmt::format("extent at key {} says {}", key, e.file_block));
+  return e;
+}
+
+std::uint64_t End(const Extent& e) { return e.file_block + e.length; }
+}  // namespace
+
+void FileMap::InitEmpty(InodeCore* file) {
+  file->format = ForkFormat::kExtents;
+  file->nextents = 0;
+  if (file->literal.size() != format::kLiteralSize) file->literal.assign(format::kLiteralSize, '\0');
+  std::fill(file->literal.begin(), file->literal.begin() + kDataForkRoom, '\0');
+}
+
+Btree FileMap::Tree(const InodeCore& file) const {
+  return Btree({.cache = cache_, .alloc = alloc_, .sb = sb_, .type = format::BlockType::kExtents,
+                .owner = file.ino, .goal = file.ino / sb_->inodes_per_block(), .max_levels = kMaxLevels});
+}
+
+Result<std::vector<Extent>> FileMap::Overlapping(const InodeCore& file, std::uint64_t first,
+                                                 std::uint64_t end, const FsTransaction* tx) const {
+  std::vector<Extent> out;
+  if (first >= end) return out;
+  if (file.format != ForkFormat::kBtree) {
+    for (const Extent& e : InlineExtents(file))
+      if (End(e) > first && e.file_block < end) out.push_back(e);
+    return out;
+  }
+  const BtreeRoot root = GetForkRoot(file.literal, 0);
+  Btree tree = Tree(file);
+  std::uint64_t from = first;
+  WALFS_ASSIGN_OR_RETURN(std::optional<BtreeRecord> floor, tree.Floor(root, first, tx));
+  if (floor) from = floor->key;
+  Status bad;
+  WALFS_RETURN_IF_ERROR(tree.Scan(root, from, [&](std::uint64_t key, std::string_view v) {
+    Result<Extent> e = FromValue(key, v);
+    if (!e.ok()) {
+      bad = e.status();
+      return false;
+    }
+    if (e->file_block >= end) return false;
+    if (End(*e) > first) out.push_back(*e);
+    return true;
+  }, tx));
+  WALFS_RETURN_IF_ERROR(bad);
+  return out;
+}
+
+Result<std::optional<Extent>> FileMap::NextFrom(const InodeCore& file, std::uint64_t first,
+                                                const FsTransaction* tx) const {
+  if (file.format != ForkFormat::kBtree) {
+    for (const Extent& e : InlineExtents(file))
+      if (End(e) > first) return std::optional<Extent>(e);
+    return std::optional<Extent>();
+  }
+  WALFS_ASSIGN_OR_RETURN(std::vector<Extent> cover, Overlapping(file, first, first + 1, tx));
+  if (!cover.empty()) return std::optional<Extent>(cover.front());
+  std::optional<Extent> next;
+  Status bad;
+  WALFS_RETURN_IF_ERROR(Tree(file).Scan(GetForkRoot(file.literal, 0), first, [&](std::uint64_t key, std::string_view v) {
+    Result<Extent> e = FromValue(key, v);
+    if (e.ok()) next = *e; else bad = e.status();
+    return false;
+  }, tx));
+  WALFS_RETURN_IF_ERROR(bad);
+  return next;
+}
+
+Status FileMap::Erase(FsTransaction* tx, InodeCore* file, const Extent& e) {
+  if (file->format != ForkFormat::kBtree) {
+    std::vector<Extent> es = InlineExtents(*file);
+    std::erase_if(es, [&](const Extent& x) { return x.file_block == e.file_block; });
+    PutInline(file, es);
+    return Status::Ok();
+  }
+  BtreeRoot root = GetForkRoot(file->literal, 0);
+  WALFS_RETURN_IF_ERROR(Tree(*file).Erase(tx, &root, e.file_block));
+  PutForkRoot(&file->literal, 0, root);
+  file->nextents -= std::min<std::uint32_t>(file->nextents, 1);
+  return Status::Ok();
+}
+
+Status FileMap::Insert(FsTransaction* tx, InodeCore* file, const Extent& e) {
+  if (file->format != ForkFormat::kBtree) {
+    std::vector<Extent> es = InlineExtents(*file);
+    es.push_back(e);
+    std::sort(es.begin(), es.end(), [](const Extent& a, const Extent& b) { return a.file_block < b.file_block; });
+    if (es.size() <= kInlineExtents) {
+      PutInline(file, es);
+      return Status::Ok();
+    }
+    // Outgrown the inode: move every record into a tree.
+    BtreeRoot root;
+    Btree tree = Tree(*file);
+    for (const Extent& x : es) WALFS_RETURN_IF_ERROR(tree.Insert(tx, &root, x.file_block, Value(x)));
+    std::fill(file->literal.begin(), file->literal.begin() + kDataForkRoom, '\0');
+    file->format = ForkFormat::kBtree;
+    PutForkRoot(&file->literal, 0, root);
+    file->nextents = static_cast<std::uint32_t>(es.size());
+    return Status::Ok();
+  }
+  BtreeRoot root = GetForkRoot(file->literal, 0);
+  WALFS_RETURN_IF_ERROR(Tree(*file).Insert(tx, &root, e.file_block, Value(e)));
+  PutForkRoot(&file->literal, 0, root);
+  file->nextents += 1;
+  return Status::Ok();
+}
+
+Status FileMap::Map(FsTransaction* tx, InodeCore* file, Extent e) {
+  if (e.file_block > 0) {
+    WALFS_ASSIGN_OR_RETURN(std::vector<Extent> left, Overlapping(*file, e.file_block - 1, e.file_block, tx));
+    if (!left.empty()) {
+      const Extent& l = left.front();
+      if (l.unwritten == e.unwritten && l.disk_block + l.length == e.disk_block &&
+          std::uint64_t{l.length} + e.length <= format::kMaxExtentLength) {
+        Extent merged = l;
+        merged.length += e.length;
+        if (file->format == ForkFormat::kBtree) {
+          BtreeRoot root = GetForkRoot(file->literal, 0);
+          WALFS_RETURN_IF_ERROR(Tree(*file).Replace(tx, &root, l.file_block, Value(merged)));
+          PutForkRoot(&file->literal, 0, root);
+        } else {
+          std::vector<Extent> es = InlineExtents(*file);
+          for (Extent& x : es)
+            if (x.file_block == l.file_block) x = merged;
+          PutInline(file, es);
+        }
+        return Status::Ok();
+      }
+    }
+  }
+  return Insert(tx, file, e);
+}
+
+Result<bool> FileMap::Unmap(FsTransaction* tx, InodeCore* file, std::uint64_t first, std::uint64_t end,
+                            std::uint32_t max_extents, std::vector<Extent>* freed) {
+  WALFS_ASSIGN_OR_RETURN(std::vector<Extent> over, Overlapping(*file, first, end, tx));
+  std::uint32_t done = 0;
+  // From the end backwards: a truncate cut short leaves a shorter file.
+  for (auto it = over.rbegin(); it != over.rend(); ++it) {
+    if (done == max_extents) return false;
+    const Extent e = *it;
+    WALFS_RETURN_IF_ERROR(Erase(tx, file, e));
+    const std::uint64_t cut_from = std::max(first, e.file_block);
+    const std::uint64_t cut_to = std::min(end, End(e));
+    if (e.file_block < cut_from) {
+      Extent left = e;
+      left.length = static_cast<std::uint32_t>(cut_from - e.file_block);
+      WALFS_RETURN_IF_ERROR(Insert(tx, file, left));
+    }
+    if (cut_to < End(e)) {
+      Extent right = e;
+      right.file_block = cut_to;
+      right.disk_block = e.disk_block + (cut_to - e.file_block);
+      right.length = static_cast<std::uint32_t>(End(e) - cut_to);
+      WALFS_RETURN_IF_ERROR(Insert(tx, file, right));
+    }
+    freed->push_back(Extent{cut_from, e.disk_block + (cut_from - e.file_block),
+                            static_cast<std::uint32_t>(cut_to - cut_from), e.unwritten});
+    ++done;
+  }
+  return true;
+}
+
+Result<bool> FileMap::MarkWritten(FsTransaction* tx, InodeCore* file, std::uint64_t first,
+                                  std::uint64_t end) {
+  WALFS_ASSIGN_OR_RETURN(std::vector<Extent> over, Overlapping(*file, first, end, tx));
+  for (const Extent& e : over) {
+    if (!e.unwritten) continue;
+    const std::uint64_t from = std::max(first, e.file_block);
+    const std::uint64_t to = std::min(end, End(e));
+    WALFS_RETURN_IF_ERROR(Erase(tx, file, e));
+    if (e.file_block < from)
+      WALFS_RETURN_IF_ERROR(Insert(tx, file, Extent{e.file_block, e.disk_block,
+                                                    static_cast<std::uint32_t>(from - e.file_block), true}));
+    WALFS_RETURN_IF_ERROR(Insert(tx, file, Extent{from, e.disk_block + (from - e.file_block),
+                                                  static_cast<std::uint32_t>(to - from), false}));
+    if (to < End(e))
+      WALFS_RETURN_IF_ERROR(Insert(tx, file, Extent{to, e.disk_block + (to - e.file_block),
+                                                    static_cast<std::uint32_t>(End(e) - to), true}));
+    return false;
+  }
+  return true;
+}
+
+Status FileMap::ForEachBlock(const InodeCore& file, const std::function<void(std::uint64_t)>& fn) const {
+  if (file.format != ForkFormat::kBtree) return Status::Ok();
+  return Tree(file).ForEachBlock(GetForkRoot(file.literal, 0), fn);
+}
+
+Result<bool> FileMap::DestroySome(FsTransaction* tx, InodeCore* file, std::uint32_t max_blocks) {
+  if (file->format != ForkFormat::kBtree) {
+    InitEmpty(file);
+    return true;
+  }
+  BtreeRoot root = GetForkRoot(file->literal, 0);
+  WALFS_ASSIGN_OR_RETURN(bool done, Tree(*file).DestroySome(tx, &root, max_blocks));
+  PutForkRoot(&file->literal, 0, root);
+  if (done) InitEmpty(file);
+  return done;
+}
+
+}  // namespace walfs::fs

@@ -1,0 +1,68 @@
+// A file's extent map: which disk blocks hold which file blocks.  Up to
+// kInlineExtents records live in the inode (format kExtents); beyond that
+// the map is a B+tree keyed by file block (format kBtree), its root in the
+// data fork.  Extents never overlap; holes are simply absent.  An extent
+// may be unwritten (fallocate): it owns its blocks but reads as zeros.
+//
+// The caller holds the inode's rw lock and passes a copy of its core;
+// changes update the copy (format, fork, nextents), which the caller stores
+// back and logs.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+#include "fs/alloc.h"
+#include "fs/btree.h"
+#include "fs/buf_cache.h"
+#include "fs/format/inode_format.h"
+#include "fs/format/superblock_format.h"
+#include "fs/fs_trans.h"
+
+namespace walfs::fs {
+
+class FileMap {
+ public:
+  static constexpr std::uint32_t kInlineExtents = 21;  // kDataForkRoom / 16
+  static constexpr std::uint32_t kMaxLevels = 3;
+
+  FileMap(BufCache* cache, Allocator* alloc, const format::Superblock* sb)
+      : cache_(cache), alloc_(alloc), sb_(sb) {}
+
+  static void InitEmpty(format::InodeCore* file);
+  // Extents overlapping file blocks [first, end), ascending.
+  // tx: the caller's transaction, if it may hold some of the map's nodes.
+  Result<std::vector<format::Extent>> Overlapping(const format::InodeCore& file, std::uint64_t first,
+                                                  std::uint64_t end, const FsTransaction* tx = nullptr) const;
+  // The first extent starting at or after `first` or covering it (SEEK_DATA).
+  Result<std::optional<format::Extent>> NextFrom(const format::InodeCore& file, std::uint64_t first,
+                                                 const FsTransaction* tx = nullptr) const;
+  // Maps an extent over a hole (merging with a contiguous left neighbour of
+  // the same kind).
+  Status Map(FsTransaction* tx, format::InodeCore* file, format::Extent e);
+  // Unmaps [first, end): at most `max_extents` extents are cut per call;
+  // the disk ranges unmapped are appended to *freed (the caller frees
+  // them).  Returns true once the range is clear.
+  Result<bool> Unmap(FsTransaction* tx, format::InodeCore* file, std::uint64_t first, std::uint64_t end,
+                     std::uint32_t max_extents, std::vector<format::Extent>* freed);
+  // Marks [first, end) written where it is unwritten (at most one extent
+  // per call; true once none is left).
+  Result<bool> MarkWritten(FsTransaction* tx, format::InodeCore* file, std::uint64_t first,
+                           std::uint64_t end);
+  // The map's own blocks (B+tree nodes), for fsck and for freeing.
+  Status ForEachBlock(const format::InodeCore& file, const std::function<void(std::uint64_t)>& fn) const;
+  // Frees up to max_blocks of the map's tree once every extent is unmapped
+  // (true when gone; the file is left with an empty inline map).
+  Result<bool> DestroySome(FsTransaction* tx, format::InodeCore* file, std::uint32_t max_blocks);
+
+ private:
+  Btree Tree(const format::InodeCore& file) const;
+  Status Erase(FsTransaction* tx, format::InodeCore* file, const format::Extent& e);
+  Status Insert(FsTransaction* tx, format::InodeCore* file, const format::Extent& e);
+  BufCache* const cache_;
+  Allocator* const alloc_;
+  const format::Superblock* const sb_;
+};
+
+}  // namespace walfs::fs

@@ -1,0 +1,860 @@
+#include "fs/filesystem.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <time.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "base/block_device_file.h"
+#include "base/coding.h"
+#include "fs/format/ag_format.h"
+#include "fs/format/block_types.h"
+#include "fs/fs_op.h"
+#include "fs/mkfs.h"
+#include "fs/super.h"
+
+namespace walfs::fs {
+
+using format::ForkFormat;
+using format::InodeCore;
+using journal::TransType;
+
+namespace {
+constexpr std::uint32_t kMaxLinks = 65000;
+constexpr std::uint32_t kUnlinkedHeadOffset = 72;  // in the AG header (ag_format.h)
+
+Status Errno(int err, std::string_view what) { return Status::FromErrno(err, what); }
+
+std::uint8_t DirentType(std::uint32_t mode) {
+  switch (mode & S_IFMT) {
+    case S_IFREG: return DT_REG;
+    case S_IFDIR: return DT_DIR;
+    case S_IFLNK: return DT_LNK;
+    case S_IFCHR: return DT_CHR;
+    case S_IFBLK: return DT_BLK;
+    case S_IFIFO: return DT_FIFO;
+    case S_IFSOCK: return DT_SOCK;
+    default: return DT_UNKNOWN;
+  }
+}
+
+Status CheckName(std::string_view name) {
+  if (name.empty() || name == "." || name == "..") return Errno(EINVAL, "invalid name");
+  if (name.size() > format::kMaxNameLen) return Errno(ENAMETOOLONG, "name longer than 255 bytes");
+  if (name.find('/') != std::string_view::npos || name.find('\0') != std::string_view::npos)
+    return Errno(EINVAL, "name with '/' or NUL");
+  return Status::Ok();
+}
+
+bool IsDir(const InodeCore& c) { return S_ISDIR(c.mode); }
+
+// Exclusive locks on several inodes in ascending inode order (the one order
+// every operation uses), each once.
+class InodeLocks {
+ public:
+  explicit InodeLocks(std::vector<InodeRef> ips) : ips_(std::move(ips)) {
+    std::sort(ips_.begin(), ips_.end(), [](const InodeRef& a, const InodeRef& b) { return a->ino < b->ino; });
+    ips_.erase(std::unique(ips_.begin(), ips_.end(),
+                           [](const InodeRef& a, const InodeRef& b) { return a->ino == b->ino; }),
+               ips_.end());
+    for (const InodeRef& ip : ips_) ip->rw.lock();
+  }
+  ~InodeLocks() {
+    for (auto it = ips_.rbegin(); it != ips_.rend(); ++it) (*it)->rw.unlock();
+  }
+  InodeLocks(const InodeLocks&) = delete;
+  InodeLocks& operator=(const InodeLocks&) = delete;
+
+ private:
+  std::vector<InodeRef> ips_;
+};
+}  // namespace
+
+format::Timestamp Now() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return format::Timestamp{ts.tv_sec, static_cast<std::uint32_t>(ts.tv_nsec)};
+}
+
+void StoreCore(const InodeRef& ip, InodeCore next) {
+  MutexLock l(&ip->core_mu);
+  next.next_unlinked = ip->core.next_unlinked;
+  ip->core = std::move(next);
+}
+
+// ---------------------------------------------------------------- Op
+
+Filesystem::Op::~Op() {
+  if (tx_) tx_->Cancel();
+  if (reserved_) fs_->UnreserveBlocks(reserved_);
+}
+
+Status Filesystem::Op::Begin(TransType type, std::uint64_t blocks) {
+  if (blocks) {
+    WALFS_RETURN_IF_ERROR(fs_->ReserveBlocks(blocks));
+    reserved_ = blocks;
+  }
+  WALFS_ASSIGN_OR_RETURN(FsTransaction tx, FsTransaction::Begin(fs_->log_.get(), type));
+  tx_.emplace(std::move(tx));
+  tx_->SetPrecommit([this](FsTransaction* t) { return LogInodes(t); });
+  return Status::Ok();
+}
+
+void Filesystem::Op::Dirty(const InodeRef& ip) {
+  if (std::none_of(dirty_.begin(), dirty_.end(), [&](const InodeRef& d) { return d.get() == ip.get(); }))
+    dirty_.push_back(ip);
+}
+
+Status Filesystem::Op::LogInodes(FsTransaction* tx) {
+  // Chunk blocks last and in ascending order: inode order is block order.
+  std::sort(dirty_.begin(), dirty_.end(), [](const InodeRef& a, const InodeRef& b) { return a->ino < b->ino; });
+  for (const InodeRef& ip : dirty_) WALFS_RETURN_IF_ERROR(fs_->ialloc_->WriteInode(tx, ip->Core()));
+  return Status::Ok();
+}
+
+Result<std::uint64_t> Filesystem::Op::Commit() {
+  Result<std::uint64_t> seq = tx_->Commit();
+  tx_.reset();
+  if (!seq.ok()) return seq;
+  for (const InodeRef& ip : dirty_) {
+    std::uint64_t prev = ip->last_seq.load(std::memory_order_relaxed);
+    while (prev < *seq && !ip->last_seq.compare_exchange_weak(prev, *seq)) {
+    }
+  }
+  return seq;
+}
+
+// ---------------------------------------------------------------- mount
+
+Filesystem::Filesystem(BlockDevice* device, std::unique_ptr<BlockDevice> owned, const MountOptions& options)
+    : owned_device_(std::move(owned)), device_(device), options_(options) {
+  if (options_.norecovery) options_.read_only = true;
+}
+
+Filesystem::~Filesystem() {
+  if (log_ && !unmounted_.load()) log_->Halt();
+  icache_.reset();
+  maps_.reset();
+  dirs_.reset();
+  ialloc_.reset();
+  alloc_.reset();
+  cache_.reset();
+  log_.reset();
+}
+
+Result<std::unique_ptr<Filesystem>> Filesystem::Mount(const MountOptions& options) {
+  FileDeviceOptions fo;
+  fo.engine = options.io_uring ? IoEngine::kAuto : IoEngine::kSync;
+  WALFS_ASSIGN_OR_RETURN(std::unique_ptr<FileDevice> dev, FileDevice::Open(options.image, fo));
+  BlockDevice* raw = dev.get();
+  std::unique_ptr<Filesystem> fs(new Filesystem(raw, std::move(dev), options));
+  WALFS_RETURN_IF_ERROR(fs->Start());
+  return fs;
+}
+
+Result<std::unique_ptr<Filesystem>> Filesystem::MountDevice(BlockDevice* device, const MountOptions& options) {
+  std::unique_ptr<Filesystem> fs(new Filesystem(device, nullptr, options));
+  WALFS_RETURN_IF_ERROR(fs->Start());
+  return fs;
+}
+
+Status Filesystem::Start() {
+  std::vector<std::byte> b(format::kSuperSize);
+  WALFS_RETURN_IF_ERROR(device_->Read(0, b.data(), b.size()));
+  WALFS_ASSIGN_OR_RETURN(sb_, format::DecodeSuperblock(b, device_->size_bytes()));
+  journal::LogOptions lo;
+  lo.device = device_;
+  lo.log_offset = sb_.log_offset();
+  lo.log_sectors = sb_.log_sectors();
+  lo.geometry = ReservationGeometryFor(sb_.block_size);
+  lo.seal = format::SealMetadataBlock;
+  lo.wake_mode = options_.wake_mode;
+  lo.iclog_count = options_.logbufs;
+  lo.iclog_bytes = options_.logbsize;
+  lo.recover = !options_.norecovery;
+  WALFS_ASSIGN_OR_RETURN(log_, journal::Log::Open(lo));
+  const journal::RecoverReport& r = log_->recovery();
+  recovery_summary_ = !r.replayed ? "clean log"
+                                   : fmt::format("log recovered: {} transactions, {} buffers replayed",
+                                                 r.transactions, r.buffers_replayed);
+  if (!options_.read_only) WALFS_RETURN_IF_ERROR(MarkMounted(device_, &sb_, Now().sec));
+  cache_ = std::make_unique<BufCache>(BufCache::Options{device_, log_.get(), &sb_, options_.buffer_cache});
+  alloc_ = std::make_unique<Allocator>(cache_.get(), log_.get(), &sb_);
+  ialloc_ = std::make_unique<InodeAllocator>(cache_.get(), alloc_.get(), &sb_);
+  icache_ = std::make_unique<InodeCache>(ialloc_.get());
+  dirs_ = std::make_unique<DirIndex>(cache_.get(), alloc_.get(), &sb_);
+  maps_ = std::make_unique<FileMap>(cache_.get(), alloc_.get(), &sb_);
+  WALFS_RETURN_IF_ERROR(alloc_->LoadFreeTotal());
+  free_blocks_.store(alloc_->FreeTotal());
+  WALFS_ASSIGN_OR_RETURN(InodeRef root, icache_->Get(sb_.root_ino));
+  if (!IsDir(root->Core()))
+    return Status::Corruption(fmt::format("root inode {} is not a directory", sb_.root_ino));
+  root->pinned = true;
+  if (!options_.read_only) WALFS_RETURN_IF_ERROR(ProcessUnlinkedLists());
+  return Status::Ok();
+}
+
+std::string Filesystem::Describe() const {
+  return fmt::format("{}; {} blocks of {} bytes, {} AGs, log {} KiB; {}{}", device_->Describe(),
+                     sb_.total_blocks, sb_.block_size, sb_.ag_count,
+                     std::uint64_t{sb_.log_blocks} * sb_.block_size / 1024, recovery_summary_,
+                     options_.read_only ? "; read-only" : "");
+}
+
+Status Filesystem::Unmount() {
+  if (unmounted_.exchange(true)) return Status::Ok();
+  Status s;
+  if (!options_.read_only && !log_->IsShutdown()) {
+    // What the kernel never forgot (it sends forgets before destroy, but
+    // the daemon may be stopped by a signal): unlinked inodes stay on their
+    // lists and the next mount frees them.
+    s = log_->Close();
+  } else {
+    log_->Halt();
+  }
+  icache_.reset();
+  maps_.reset();
+  dirs_.reset();
+  ialloc_.reset();
+  alloc_.reset();
+  cache_.reset();
+  log_.reset();
+  if (s.ok() && !options_.read_only) s = MarkUnmountedClean(device_, &sb_);
+  return s;
+}
+
+Status Filesystem::ProcessUnlinkedLists() {
+  for (std::uint32_t agno = 0; agno < sb_.ag_count; ++agno) {
+    for (;;) {
+      std::uint64_t head;
+      {
+        WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_.AgStart(agno), format::BlockType::kAgHeader));
+        agh->Lock();
+        head = DecodeFixed64(reinterpret_cast<const char*>(agh->data().data()) + kUnlinkedHeadOffset);
+        agh->Unlock();
+      }
+      if (head == 0) break;
+      WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(head));
+      if (ip->Core().nlink != 0)
+        return Status::Corruption(fmt::format("inode {} is on AG {}'s unlinked list with links", head, agno));
+      WALFS_RETURN_IF_ERROR(Inactivate(ip));
+      ip.reset();
+      icache_->Evict(head);
+    }
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- helpers
+
+Status Filesystem::ReserveBlocks(std::uint64_t n) {
+  std::int64_t have = free_blocks_.load(std::memory_order_relaxed);
+  for (;;) {
+    // What the allocator has beats our running estimate once frees land.
+    if (have < static_cast<std::int64_t>(n)) {
+      const std::int64_t reserved = alloc_->FreeTotal() - have;
+      (void)reserved;
+      return Errno(ENOSPC, "no free space");
+    }
+    if (free_blocks_.compare_exchange_weak(have, have - static_cast<std::int64_t>(n))) return Status::Ok();
+  }
+}
+
+void Filesystem::UnreserveBlocks(std::uint64_t n) { free_blocks_.fetch_add(static_cast<std::int64_t>(n)); }
+
+Status Filesystem::CheckWritable() const {
+  if (options_.read_only) return Errno(EROFS, "read-only filesystem");
+  if (log_->IsShutdown()) return Status::Shutdown(fmt::format("the filesystem is shut down: {}", log_->status().ToString()));
+  return Status::Ok();
+}
+
+Result<InodeRef> Filesystem::Iget(std::uint64_t ino) {
+  if (ino / sb_.inodes_per_block() < sb_.data_start() || ino / sb_.inodes_per_block() >= sb_.total_blocks)
+    return Errno(ESTALE, fmt::format("inode {} is outside the filesystem", ino));
+  Result<InodeRef> ip = icache_->Get(ino);
+  if (!ip.ok() && ip.status().code() == StatusCode::kNotFound) return Errno(ESTALE, ip.status().message());
+  return ip;
+}
+
+struct stat Filesystem::StatOf(const InodeCore& c) const {
+  struct stat st {};
+  st.st_ino = c.ino;
+  st.st_mode = c.mode;
+  st.st_nlink = c.nlink;
+  st.st_uid = c.uid;
+  st.st_gid = c.gid;
+  st.st_rdev = c.rdev;
+  st.st_size = static_cast<off_t>(c.size);
+  st.st_blksize = sb_.block_size;
+  st.st_blocks = static_cast<blkcnt_t>(c.nblocks * (sb_.block_size / 512));
+  st.st_atim = {c.atime.sec, c.atime.nsec};
+  st.st_mtim = {c.mtime.sec, c.mtime.nsec};
+  st.st_ctim = {c.ctime.sec, c.ctime.nsec};
+  return st;
+}
+
+// ---------------------------------------------------------------- namespace
+
+Result<struct stat> Filesystem::Lookup(std::uint64_t parent, std::string_view name) {
+  if (name.size() > format::kMaxNameLen) return Errno(ENAMETOOLONG, "name longer than 255 bytes");
+  WALFS_ASSIGN_OR_RETURN(InodeRef dp, Iget(parent));
+  std::uint64_t target;
+  {
+    std::shared_lock l(dp->rw);
+    const InodeCore dc = dp->Core();
+    if (!IsDir(dc)) return Errno(ENOTDIR, "not a directory");
+    if (name == ".") {
+      target = parent;
+    } else if (name == "..") {
+      target = dirs_->Parent(dc);
+    } else {
+      WALFS_ASSIGN_OR_RETURN(std::optional<DirTarget> t, dirs_->Lookup(dc, name));
+      if (!t) return Errno(ENOENT, fmt::format("no \"{}\"", name));
+      target = t->ino;
+    }
+  }
+  WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(target));
+  icache_->AddLookup(ip);
+  return StatOf(ip->Core());
+}
+
+void Filesystem::Forget(std::uint64_t ino, std::uint64_t n) {
+  InodeRef ip = icache_->Forget(ino, n);
+  if (!ip) return;
+  if (ip->Core().nlink == 0 && !options_.read_only && !log_->IsShutdown()) {
+    Status s = Inactivate(ip);
+    if (!s.ok()) fmt::print(stderr, "walfs: freeing unlinked inode {}: {}\n", ino, s.ToString());
+  }
+  ip.reset();
+  icache_->Evict(ino);
+}
+
+Result<struct stat> Filesystem::GetAttr(std::uint64_t ino) {
+  WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(ino));
+  return StatOf(ip->Core());
+}
+
+Result<struct stat> Filesystem::Mknod(const Caller& c, std::uint64_t parent, std::string_view name,
+                                      std::uint32_t mode, std::uint32_t rdev) {
+  switch (mode & S_IFMT) {
+    case S_IFREG: case S_IFCHR: case S_IFBLK: case S_IFIFO: case S_IFSOCK: break;
+    case 0: mode |= S_IFREG; break;
+    default: return Errno(EINVAL, "mknod of a directory or symlink");
+  }
+  return CreateNode(c, parent, name, mode, rdev, {});
+}
+
+Result<struct stat> Filesystem::Mkdir(const Caller& c, std::uint64_t parent, std::string_view name,
+                                      std::uint32_t mode) {
+  return CreateNode(c, parent, name, S_IFDIR | (mode & 07777), 0, {});
+}
+
+Result<struct stat> Filesystem::Symlink(const Caller& c, std::uint64_t parent, std::string_view name,
+                                        std::string_view target) {
+  if (target.empty() || target.size() >= 4096 || target.size() > sb_.block_size)
+    return Errno(target.empty() ? ENOENT : ENAMETOOLONG, "symlink target length");
+  return CreateNode(c, parent, name, S_IFLNK | 0777, 0, target);
+}
+
+Result<struct stat> Filesystem::CreateNode(const Caller& c, std::uint64_t parent, std::string_view name,
+                                           std::uint32_t mode, std::uint32_t rdev,
+                                           std::string_view symlink) {
+  WALFS_RETURN_IF_ERROR(CheckWritable());
+  WALFS_RETURN_IF_ERROR(CheckName(name));
+  WALFS_ASSIGN_OR_RETURN(InodeRef dp, Iget(parent));
+  InodeRef ip;
+  {
+    InodeLocks locks({dp});
+    InodeCore dc = dp->Core();
+    if (!IsDir(dc)) return Errno(ENOTDIR, "not a directory");
+    if (dc.nlink == 0) return Errno(ENOENT, "directory was removed");
+    WALFS_ASSIGN_OR_RETURN(std::optional<DirTarget> exists, dirs_->Lookup(dc, name));
+    if (exists) return Errno(EEXIST, fmt::format("\"{}\" exists", name));
+    const bool dir = S_ISDIR(mode);
+    if (dir && dc.nlink >= kMaxLinks) return Errno(EMLINK, "too many subdirectories");
+    const bool remote_link = S_ISLNK(mode) && symlink.size() > kDataForkRoom;
+    const TransType type = dir ? TransType::kMkdir : S_ISLNK(mode) ? TransType::kSymlink : TransType::kCreate;
+    Op op(this);
+    WALFS_RETURN_IF_ERROR(op.Begin(type, sb_.blocks_per_chunk() + 2 * 3 + 1 + (remote_link ? 1 : 0)));
+
+    const format::Timestamp now = Now();
+    InodeCore n;
+    n.mode = static_cast<std::uint16_t>(mode);
+    n.uid = c.uid;
+    n.gid = (dc.mode & S_ISGID) ? dc.gid : c.gid;
+    if (dir && (dc.mode & S_ISGID)) n.mode |= S_ISGID;
+    n.nlink = dir ? 2 : 1;
+    n.atime = n.mtime = n.ctime = n.crtime = now;
+    n.literal.assign(format::kLiteralSize, '\0');
+    n.rdev = rdev;
+    n.ino = 1;  // Pick sets it; non-zero keeps the inode "in use" for the checks
+    if (dir) {
+      DirIndex::InitLocal(&n, parent);
+    } else if (S_ISREG(mode)) {
+      FileMap::InitEmpty(&n);
+    } else if (S_ISLNK(mode)) {
+      n.size = symlink.size();
+      if (!remote_link) {
+        n.format = ForkFormat::kLocal;
+        std::copy(symlink.begin(), symlink.end(), n.literal.begin());
+      } else {
+        FileMap::InitEmpty(&n);
+      }
+    } else {
+      n.format = ForkFormat::kNone;
+    }
+    WALFS_ASSIGN_OR_RETURN(std::uint64_t ino, ialloc_->Pick(op.tx(), ialloc_->AgOf(parent), &n));
+    if (remote_link) {
+      WALFS_ASSIGN_OR_RETURN(format::Extent e, alloc_->Alloc(op.tx(), {.goal = ino / sb_.inodes_per_block()}));
+      std::string block(sb_.block_size, '\0');
+      std::copy(symlink.begin(), symlink.end(), block.begin());
+      // The target is on disk before the transaction that points at it.
+      WALFS_RETURN_IF_ERROR(device_->Write(e.disk_block * sb_.block_size, block.data(), block.size()));
+      e.file_block = 0;
+      WALFS_RETURN_IF_ERROR(maps_->Map(op.tx(), &n, e));
+      n.nblocks = 1;
+    }
+    ip = icache_->Insert(n);
+    op.Dirty(ip);
+    WALFS_RETURN_IF_ERROR(dirs_->Add(op.tx(), &dc, name, DirTarget{ino, DirentType(mode)}));
+    if (dir) dc.nlink += 1;
+    dc.mtime = dc.ctime = now;
+    StoreCore(dp, dc);
+    op.Dirty(dp);
+    WALFS_RETURN_IF_ERROR(op.Commit().status());
+  }
+  counters_.creates.fetch_add(1, std::memory_order_relaxed);
+  icache_->AddLookup(ip);
+  return StatOf(ip->Core());
+}
+
+Result<std::string> Filesystem::Readlink(std::uint64_t ino) {
+  WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(ino));
+  std::shared_lock l(ip->rw);
+  const InodeCore c = ip->Core();
+  if (!S_ISLNK(c.mode)) return Errno(EINVAL, "not a symlink");
+  if (c.format == ForkFormat::kLocal) return c.literal.substr(0, c.size);
+  WALFS_ASSIGN_OR_RETURN(std::vector<format::Extent> es, maps_->Overlapping(c, 0, 1));
+  if (es.empty()) return Status::Corruption(fmt::format("symlink {} has no target block", ino));
+  std::string out(c.size, '\0');
+  WALFS_RETURN_IF_ERROR(device_->Read(es.front().disk_block * sb_.block_size, out.data(), out.size()));
+  return out;
+}
+
+Status Filesystem::Unlink(std::uint64_t parent, std::string_view name) { return RemoveName(parent, name, false); }
+Status Filesystem::Rmdir(std::uint64_t parent, std::string_view name) { return RemoveName(parent, name, true); }
+
+Status Filesystem::RemoveName(std::uint64_t parent, std::string_view name, bool dir) {
+  WALFS_RETURN_IF_ERROR(CheckWritable());
+  if (name == ".") return Errno(EINVAL, "rmdir of \".\"");
+  if (name == "..") return Errno(ENOTEMPTY, "rmdir of \"..\"");
+  WALFS_ASSIGN_OR_RETURN(InodeRef dp, Iget(parent));
+  for (int attempt = 0;; ++attempt) {
+    std::optional<DirTarget> t;
+    {
+      std::shared_lock l(dp->rw);
+      const InodeCore dc = dp->Core();
+      if (!IsDir(dc)) return Errno(ENOTDIR, "not a directory");
+      WALFS_ASSIGN_OR_RETURN(t, dirs_->Lookup(dc, name));
+    }
+    if (!t) return Errno(ENOENT, fmt::format("no \"{}\"", name));
+    WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(t->ino));
+    InodeLocks locks({dp, ip});
+    InodeCore dc = dp->Core();
+    // The name may have moved while nothing was locked: look again.
+    WALFS_ASSIGN_OR_RETURN(std::optional<DirTarget> again, dirs_->Lookup(dc, name));
+    if (!again || again->ino != t->ino) continue;
+    InodeCore c = ip->Core();
+    if (dir && !IsDir(c)) return Errno(ENOTDIR, "not a directory");
+    if (!dir && IsDir(c)) return Errno(EISDIR, "is a directory");
+    if (dir) {
+      WALFS_ASSIGN_OR_RETURN(bool empty, dirs_->Empty(c));
+      if (!empty) return Errno(ENOTEMPTY, "directory not empty");
+    }
+    Op op(this);
+    WALFS_RETURN_IF_ERROR(op.Begin(TransType::kRemove, 0));
+    const format::Timestamp now = Now();
+    c.nlink = dir ? 0 : c.nlink - std::min<std::uint32_t>(c.nlink, 1);
+    c.ctime = now;
+    StoreCore(ip, c);
+    op.Dirty(ip);
+    // The unlinked list first: its AG header is the first one this
+    // transaction takes (a directory block it frees may be in a lower AG).
+    if (c.nlink == 0) WALFS_RETURN_IF_ERROR(AddUnlinked(op, ip));
+    WALFS_RETURN_IF_ERROR(dirs_->Remove(op.tx(), &dc, name));
+    if (dir) dc.nlink -= 1;
+    dc.mtime = dc.ctime = now;
+    StoreCore(dp, dc);
+    op.Dirty(dp);
+    WALFS_RETURN_IF_ERROR(op.Commit().status());
+    counters_.removes.fetch_add(1, std::memory_order_relaxed);
+    return Status::Ok();
+  }
+}
+
+Result<struct stat> Filesystem::Link(std::uint64_t ino, std::uint64_t new_parent, std::string_view new_name) {
+  WALFS_RETURN_IF_ERROR(CheckWritable());
+  WALFS_RETURN_IF_ERROR(CheckName(new_name));
+  WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(ino));
+  WALFS_ASSIGN_OR_RETURN(InodeRef dp, Iget(new_parent));
+  {
+    InodeLocks locks({ip, dp});
+    InodeCore c = ip->Core();
+    InodeCore dc = dp->Core();
+    if (!IsDir(dc)) return Errno(ENOTDIR, "not a directory");
+    if (dc.nlink == 0) return Errno(ENOENT, "directory was removed");
+    if (IsDir(c)) return Errno(EPERM, "hard link to a directory");
+    if (c.nlink == 0) return Errno(ENOENT, "file was removed");
+    if (c.nlink >= kMaxLinks) return Errno(EMLINK, "too many links");
+    WALFS_ASSIGN_OR_RETURN(std::optional<DirTarget> exists, dirs_->Lookup(dc, new_name));
+    if (exists) return Errno(EEXIST, fmt::format("\"{}\" exists", new_name));
+    Op op(this);
+    WALFS_RETURN_IF_ERROR(op.Begin(TransType::kLink, 2 * 3 + 1));
+    const format::Timestamp now = Now();
+    WALFS_RETURN_IF_ERROR(dirs_->Add(op.tx(), &dc, new_name, DirTarget{ino, DirentType(c.mode)}));
+    dc.mtime = dc.ctime = now;
+    StoreCore(dp, dc);
+    op.Dirty(dp);
+    c.nlink += 1;
+    c.ctime = now;
+    StoreCore(ip, c);
+    op.Dirty(ip);
+    WALFS_RETURN_IF_ERROR(op.Commit().status());
+  }
+  icache_->AddLookup(ip);
+  return StatOf(ip->Core());
+}
+
+Status Filesystem::Rename(std::uint64_t parent, std::string_view name, std::uint64_t new_parent,
+                          std::string_view new_name, std::uint32_t flags) {
+  WALFS_RETURN_IF_ERROR(CheckWritable());
+  if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) return Errno(EINVAL, "unknown rename flags");
+  if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE)) return Errno(EINVAL, "NOREPLACE with EXCHANGE");
+  WALFS_RETURN_IF_ERROR(CheckName(name));
+  WALFS_RETURN_IF_ERROR(CheckName(new_name));
+  WALFS_ASSIGN_OR_RETURN(InodeRef sp, Iget(parent));
+  WALFS_ASSIGN_OR_RETURN(InodeRef dp, Iget(new_parent));
+  for (;;) {
+    std::optional<DirTarget> src, dst;
+    {
+      InodeLocks locks({sp, dp});
+      const InodeCore sc = sp->Core(), dc = dp->Core();
+      if (!IsDir(sc) || !IsDir(dc)) return Errno(ENOTDIR, "not a directory");
+      WALFS_ASSIGN_OR_RETURN(src, dirs_->Lookup(sc, name));
+      WALFS_ASSIGN_OR_RETURN(dst, dirs_->Lookup(dc, new_name));
+    }
+    if (!src) return Errno(ENOENT, fmt::format("no \"{}\"", name));
+    WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(src->ino));
+    InodeRef tp;
+    if (dst) {
+      WALFS_ASSIGN_OR_RETURN(tp, Iget(dst->ino));
+    }
+    std::vector<InodeRef> all{sp, dp, ip};
+    if (tp) all.push_back(tp);
+    // A directory moving to another parent: no other such rename may run,
+    // so the ancestry checked below cannot change (the VFS's rename lock).
+    static std::mutex cross_dir_mu;
+    std::unique_lock<std::mutex> cross(cross_dir_mu, std::defer_lock);
+    if (sp != dp) cross.lock();
+    InodeLocks locks(all);
+    {
+      const InodeCore sc = sp->Core(), dc = dp->Core();
+      WALFS_ASSIGN_OR_RETURN(std::optional<DirTarget> src2, dirs_->Lookup(sc, name));
+      WALFS_ASSIGN_OR_RETURN(std::optional<DirTarget> dst2, dirs_->Lookup(dc, new_name));
+      const bool same = src2 && src2->ino == src->ino &&
+                        (dst2 ? dst && dst2->ino == dst->ino : !dst);
+      if (!same) continue;  // raced a change: resolve again
+    }
+    Op op(this);
+    WALFS_RETURN_IF_ERROR(RenameLocked(op, sp, name, dp, new_name, flags));
+    return Status::Ok();
+  }
+}
+
+Status Filesystem::RenameLocked(Op& op, const InodeRef& sp, std::string_view name, const InodeRef& dp,
+                                std::string_view new_name, std::uint32_t flags) {
+  InodeCore sc = sp->Core();
+  WALFS_ASSIGN_OR_RETURN(std::optional<DirTarget> src, dirs_->Lookup(sc, name));
+  WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(src->ino));
+  std::optional<DirTarget> dst;
+  {
+    const InodeCore dc = dp->Core();
+    WALFS_ASSIGN_OR_RETURN(dst, dirs_->Lookup(dc, new_name));
+  }
+  InodeRef tp;
+  if (dst) {
+    WALFS_ASSIGN_OR_RETURN(tp, Iget(dst->ino));
+  }
+  if (tp && tp->ino == ip->ino) return Status::Ok();  // two names of one file: nothing to do
+  if ((flags & RENAME_NOREPLACE) && tp) return Errno(EEXIST, fmt::format("\"{}\" exists", new_name));
+  if ((flags & RENAME_EXCHANGE) && !tp) return Errno(ENOENT, fmt::format("no \"{}\"", new_name));
+  InodeCore c = ip->Core();
+  const bool src_dir = IsDir(c);
+  const bool exchange = flags & RENAME_EXCHANGE;
+  InodeCore tc;
+  if (tp) tc = tp->Core();
+  const bool dst_dir = tp && IsDir(tc);
+  if (!exchange && tp) {
+    if (src_dir && !dst_dir) return Errno(ENOTDIR, "renaming a directory over a non-directory");
+    if (!src_dir && dst_dir) return Errno(EISDIR, "renaming a non-directory over a directory");
+    if (dst_dir) {
+      WALFS_ASSIGN_OR_RETURN(bool empty, dirs_->Empty(tc));
+      if (!empty) return Errno(ENOTEMPTY, "target directory not empty");
+    }
+  }
+  // A directory may not move below itself.
+  if (sp != dp) {
+    auto below = [&](const InodeRef& moving, std::uint64_t start) -> Result<bool> {
+      std::uint64_t at = start;
+      for (int depth = 0; depth < 4096 && at != sb_.root_ino; ++depth) {
+        if (at == moving->ino) return true;
+        WALFS_ASSIGN_OR_RETURN(InodeRef p, Iget(at));
+        at = dirs_->Parent(p->Core());
+      }
+      return at == moving->ino;
+    };
+    if (src_dir) {
+      WALFS_ASSIGN_OR_RETURN(bool loop, below(ip, dp->ino));
+      if (loop) return Errno(EINVAL, "moving a directory below itself");
+    }
+    if (exchange && dst_dir) {
+      WALFS_ASSIGN_OR_RETURN(bool loop, below(tp, sp->ino));
+      if (loop) return Errno(EINVAL, "moving a directory below itself");
+    }
+    const InodeCore dc = dp->Core();
+    if (src_dir && !dst_dir && dc.nlink >= kMaxLinks) return Errno(EMLINK, "too many subdirectories");
+  }
+
+  WALFS_RETURN_IF_ERROR(op.Begin(TransType::kRename, 2 * (2 * 3 + 1)));
+  const format::Timestamp now = Now();
+  const bool same_dir = sp == dp;
+  // The target losing its last link goes on the unlinked list first.
+  if (tp && !exchange) {
+    tc.nlink = dst_dir ? 0 : tc.nlink - std::min<std::uint32_t>(tc.nlink, 1);
+    tc.ctime = now;
+    StoreCore(tp, tc);
+    op.Dirty(tp);
+    if (tc.nlink == 0) WALFS_RETURN_IF_ERROR(AddUnlinked(op, tp));
+  }
+  InodeCore dc = same_dir ? sc : dp->Core();
+  InodeCore* d = same_dir ? &sc : &dc;
+  if (exchange) {
+    WALFS_RETURN_IF_ERROR(dirs_->Replace(op.tx(), &sc, name, DirTarget{tp->ino, DirentType(tc.mode)}));
+    WALFS_RETURN_IF_ERROR(dirs_->Replace(op.tx(), d, new_name, DirTarget{ip->ino, DirentType(c.mode)}));
+    if (!same_dir) {
+      if (src_dir) dirs_->SetParent(&c, dp->ino);
+      if (dst_dir) dirs_->SetParent(&tc, sp->ino);
+      if (src_dir != dst_dir) {
+        if (src_dir) { sc.nlink -= 1; dc.nlink += 1; } else { sc.nlink += 1; dc.nlink -= 1; }
+      }
+    }
+    tc.ctime = now;
+    StoreCore(tp, tc);
+    op.Dirty(tp);
+  } else {
+    if (tp)
+      WALFS_RETURN_IF_ERROR(dirs_->Replace(op.tx(), d, new_name, DirTarget{ip->ino, DirentType(c.mode)}));
+    else
+      WALFS_RETURN_IF_ERROR(dirs_->Add(op.tx(), d, new_name, DirTarget{ip->ino, DirentType(c.mode)}));
+    WALFS_RETURN_IF_ERROR(dirs_->Remove(op.tx(), &sc, name));
+    // Link counts of the parents: a directory's ".." moves with it, and a
+    // replaced directory's goes away.
+    if (src_dir) {
+      if (!same_dir) {
+        dirs_->SetParent(&c, dp->ino);
+        sc.nlink -= 1;
+        if (!dst_dir) dc.nlink += 1;
+      } else if (dst_dir) {
+        sc.nlink -= 1;
+      }
+    }
+  }
+  c.ctime = now;
+  StoreCore(ip, c);
+  op.Dirty(ip);
+  sc.mtime = sc.ctime = now;
+  StoreCore(sp, sc);
+  op.Dirty(sp);
+  if (!same_dir) {
+    dc.mtime = dc.ctime = now;
+    StoreCore(dp, dc);
+    op.Dirty(dp);
+  }
+  WALFS_RETURN_IF_ERROR(op.Commit().status());
+  counters_.renames.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status Filesystem::ReadDir(std::uint64_t ino, std::uint64_t offset,
+                           const std::function<bool(std::string_view, std::uint64_t, std::uint32_t,
+                                                    std::uint64_t)>& fn) {
+  WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(ino));
+  std::shared_lock l(ip->rw);
+  const InodeCore c = ip->Core();
+  if (!IsDir(c)) return Errno(ENOTDIR, "not a directory");
+  if (offset == 0 && !fn(".", ino, DT_DIR, 1)) return Status::Ok();
+  if (offset <= 1 && !fn("..", dirs_->Parent(c), DT_DIR, 2)) return Status::Ok();
+  return dirs_->List(c, std::max<std::uint64_t>(offset, 3),
+                     [&](std::uint64_t key, std::string_view name, DirTarget t) {
+                       return fn(name, t.ino, t.ftype, key + 1);
+                     });
+}
+
+Result<struct statvfs> Filesystem::StatFs() NO_THREAD_SAFETY_ANALYSIS {
+  struct statvfs st {};
+  st.f_bsize = sb_.block_size;
+  st.f_frsize = sb_.block_size;
+  st.f_blocks = sb_.total_blocks - sb_.data_start();
+  const std::int64_t free_now = std::max<std::int64_t>(0, alloc_->FreeTotal());
+  st.f_bfree = static_cast<fsblkcnt_t>(free_now);
+  st.f_bavail = static_cast<fsblkcnt_t>(std::max<std::int64_t>(0, free_blocks_.load()));
+  std::uint64_t icount = 0, ifree = 0;
+  for (std::uint32_t agno = 0; agno < sb_.ag_count; ++agno) {
+    WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_.AgStart(agno), format::BlockType::kAgHeader));
+    agh->Lock();
+    const format::AgHeader h = format::PeekAgHeader(agh->data());
+    agh->Unlock();
+    icount += h.icount;
+    ifree += std::min(h.ifree, h.icount);
+  }
+  // Inodes come in chunks from free space: what is free can still become inodes.
+  const std::uint64_t possible = ifree + static_cast<std::uint64_t>(free_now) / sb_.blocks_per_chunk() * sb_.inodes_per_chunk;
+  st.f_files = icount - ifree + possible;
+  st.f_ffree = possible;
+  st.f_favail = possible;
+  st.f_namemax = format::kMaxNameLen;
+  st.f_fsid = DecodeFixed64(reinterpret_cast<const char*>(sb_.uuid.data()));
+  return st;
+}
+
+// ---------------------------------------------------------------- unlinked lists
+
+Status Filesystem::AddUnlinked(Op& op, const InodeRef& ip) NO_THREAD_SAFETY_ANALYSIS {
+  const std::uint32_t agno = ialloc_->AgOf(ip->ino);
+  WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_.AgStart(agno), format::BlockType::kAgHeader));
+  if (!op.tx()->HoldAgHeader(agh, agno))
+    return Status::Internal(fmt::format("AG {} header out of order for the unlinked list", agno));
+  char* p = reinterpret_cast<char*>(agh->data().data());
+  const std::uint64_t head = DecodeFixed64(p + kUnlinkedHeadOffset);
+  {
+    MutexLock l(&ip->core_mu);
+    ip->core.next_unlinked = head;
+  }
+  EncodeFixed64(p + kUnlinkedHeadOffset, ip->ino);
+  op.tx()->LogRange(agh, kUnlinkedHeadOffset, kUnlinkedHeadOffset + 7);
+  {
+    MutexLock l(&unlinked_mu_);
+    if (head != 0) unlinked_prev_[head] = ip->ino;
+  }
+  op.Dirty(ip);
+  return Status::Ok();
+}
+
+Status Filesystem::RemoveUnlinked(Op& op, const InodeRef& ip) NO_THREAD_SAFETY_ANALYSIS {
+  const std::uint32_t agno = ialloc_->AgOf(ip->ino);
+  WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_.AgStart(agno), format::BlockType::kAgHeader));
+  if (!op.tx()->HoldAgHeader(agh, agno))
+    return Status::Internal(fmt::format("AG {} header out of order for the unlinked list", agno));
+  std::uint64_t next;
+  {
+    MutexLock l(&ip->core_mu);
+    next = ip->core.next_unlinked;
+    ip->core.next_unlinked = 0;
+  }
+  std::optional<std::uint64_t> prev;
+  {
+    MutexLock l(&unlinked_mu_);
+    auto it = unlinked_prev_.find(ip->ino);
+    if (it != unlinked_prev_.end()) {
+      prev = it->second;
+      unlinked_prev_.erase(it);
+    }
+    if (next != 0) {
+      if (prev)
+        unlinked_prev_[next] = *prev;
+      else
+        unlinked_prev_.erase(next);
+    }
+  }
+  if (!prev) {
+    char* p = reinterpret_cast<char*>(agh->data().data());
+    if (DecodeFixed64(p + kUnlinkedHeadOffset) != ip->ino) {
+      // Inherited from a crashed mount: find the predecessor on disk.
+      std::uint64_t at = DecodeFixed64(p + kUnlinkedHeadOffset);
+      while (at != 0) {
+        WALFS_ASSIGN_OR_RETURN(InodeRef pp, Iget(at));
+        const std::uint64_t n = pp->Core().next_unlinked;
+        if (n == ip->ino) {
+          prev = at;
+          break;
+        }
+        at = n;
+      }
+      if (!prev) return Status::Corruption(fmt::format("inode {} is not on AG {}'s unlinked list", ip->ino, agno));
+    } else {
+      EncodeFixed64(p + kUnlinkedHeadOffset, next);
+      op.tx()->LogRange(agh, kUnlinkedHeadOffset, kUnlinkedHeadOffset + 7);
+    }
+  }
+  if (prev) {
+    WALFS_ASSIGN_OR_RETURN(InodeRef pp, Iget(*prev));
+    {
+      MutexLock l(&pp->core_mu);
+      pp->core.next_unlinked = next;
+    }
+    op.Dirty(pp);
+  }
+  op.Dirty(ip);
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------- stats
+
+Status Filesystem::SetWakeMode(journal::WakeMode mode) {
+  log_->space().set_wake_mode(mode);
+  return Status::Ok();
+}
+
+journal::WakeMode Filesystem::wake_mode() const { return log_->space().wake_mode(); }
+
+std::string Filesystem::StatsText() const {
+  std::string out;
+  const journal::LogStats ls = log_->Stats();
+  out += fmt::format("log_head {}\nlog_durable {}\nlog_tail {}\nlog_shutdown {}\n", journal::LsnString(ls.head),
+                     journal::LsnString(ls.durable), journal::LsnString(ls.tail), ls.shutdown ? 1 : 0);
+  out += fmt::format("log_bytes {}\ntail_space {}\nwake_mode {}\nlive_tickets {}\n", ls.space.log_bytes,
+                     ls.space.tail_space, journal::WakeModeName(ls.space.wake_mode), ls.space.live_tickets);
+  for (const journal::GrantHeadStats* h : {&ls.space.reserve_head, &ls.space.write_head}) {
+    out += fmt::format(
+        "{0}_grant_bytes {1}\n{0}_free_bytes {2}\n{0}_queued {3}\n{0}_sleeps {4}\n{0}_wake_passes {5}\n"
+        "{0}_wakes_issued {6}\n{0}_wake_syscalls {7}\n{0}_duplicate_wakes {8}\n"
+        "{0}_duplicate_wakes_avoided {9}\n{0}_useful_wakes {10}\n{0}_futile_wakes {11}\n"
+        "{0}_signals_under_lock {12}\n{0}_signals_after_unlock {13}\n",
+        h->name, h->grant_bytes, h->free_bytes, h->queued, h->sleeps, h->wake_passes, h->wakes_issued,
+        h->wake_syscalls, h->duplicate_wakes, h->duplicate_wakes_avoided, h->useful_wakes,
+        h->futile_wakes, h->signals_under_lock, h->signals_after_unlock);
+  }
+  out += fmt::format("ail_items {}\nail_tail {}\nail_pushes {}\nail_log_forces {}\n", ls.ail.items,
+                     journal::LsnString(ls.ail.tail), ls.ail.pushes, ls.ail.log_forces);
+  const AllocStats as = alloc_->Stats();
+  out += fmt::format("free_blocks {}\nreservable_blocks {}\nallocs {}\nfrees {}\nbusy_forces {}\n",
+                     alloc_->FreeTotal(), free_blocks_.load(), as.allocs, as.frees, as.busy_forces);
+  const BufCacheStats bs = cache_->Stats();
+  out += fmt::format("buffers {}\nbuffer_hits {}\nbuffer_misses {}\ninodes_cached {}\n", bs.buffers, bs.hits,
+                     bs.misses, icache_->size());
+  const auto& c = counters_;
+  out += fmt::format(
+      "creates {}\nremoves {}\nrenames {}\nwrites {}\nreads {}\nfsyncs {}\nbytes_written {}\n"
+      "bytes_read {}\ntruncates {}\ninactivated {}\n",
+      c.creates.load(), c.removes.load(), c.renames.load(), c.writes.load(), c.reads.load(),
+      c.fsyncs.load(), c.bytes_written.load(), c.bytes_read.load(), c.truncates.load(),
+      c.inactivated.load());
+  return out;
+}
+
+}  // namespace walfs::fs

@@ -1,0 +1,372 @@
+// File data, truncation and freeing (docs/fs.md, "Data").  Data is written
+// in place through the block device.  New blocks get their data (zeros
+// around it) before the transaction that maps them commits, unwritten
+// (fallocated) blocks before the transaction that marks them written, so no
+// crash ever exposes a block's old contents; freed blocks stay busy until
+// the checkpoint that freed them is on disk (Allocator).
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "fs/filesystem.h"
+#include "fs/fs_op.h"
+
+namespace walfs::fs {
+
+using format::Extent;
+using format::InodeCore;
+using journal::TransType;
+
+namespace {
+constexpr std::uint64_t kMaxFileSize = std::uint64_t{1} << 50;  // 1 PiB
+constexpr std::uint32_t kMaxAllocRun = 1024;                    // blocks per allocation step
+constexpr std::uint32_t kUnmapPerStep = 2;                      // extents freed per truncate step
+constexpr std::uint64_t kMapChangeBlocks = 2 * FileMap::kMaxLevels + 1;
+std::uint64_t EndOf(const Extent& e) { return e.file_block + e.length; }
+Status Errno(int err, std::string_view what) { return Status::FromErrno(err, what); }
+
+class ExclusiveLock {
+ public:
+  explicit ExclusiveLock(const InodeRef& ip) : ip_(ip) { ip_->rw.lock(); }
+  ~ExclusiveLock() { ip_->rw.unlock(); }
+  ExclusiveLock(const ExclusiveLock&) = delete;
+  ExclusiveLock& operator=(const ExclusiveLock&) = delete;
+
+ private:
+  const InodeRef& ip_;
+};
+}  // namespace
+
+Result<std::size_t> Filesystem::Read(std::uint64_t ino, std::uint64_t offset, std::size_t size, char* out) {
+  WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(ino));
+  std::shared_lock l(ip->rw);
+  const InodeCore c = ip->Core();
+  if (S_ISDIR(c.mode)) return Errno(EISDIR, "read of a directory");
+  if (offset >= c.size || size == 0) return std::size_t{0};
+  size = static_cast<std::size_t>(std::min<std::uint64_t>(size, c.size - offset));
+  const std::uint64_t bs = sb_.block_size;
+  std::memset(out, 0, size);
+  WALFS_ASSIGN_OR_RETURN(std::vector<Extent> over,
+                         maps_->Overlapping(c, offset / bs, (offset + size + bs - 1) / bs));
+  for (const Extent& e : over) {
+    if (e.unwritten) continue;  // reads as zeros
+    const std::uint64_t from = std::max(offset, e.file_block * bs);
+    const std::uint64_t to = std::min(offset + size, EndOf(e) * bs);
+    if (from >= to) continue;
+    WALFS_RETURN_IF_ERROR(device_->Read(e.disk_block * bs + (from - e.file_block * bs), out + (from - offset), to - from));
+  }
+  counters_.reads.fetch_add(1, std::memory_order_relaxed);
+  counters_.bytes_read.fetch_add(size, std::memory_order_relaxed);
+  return size;
+}
+
+Status Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t offset, const char* data, std::size_t size) {
+  const std::uint64_t bs = sb_.block_size;
+  const std::uint64_t end_byte = offset + size;
+  const std::uint64_t end = (end_byte + bs - 1) / bs;
+  std::uint64_t pos = offset / bs;
+  // Blocks [from, to) as whole blocks: the caller's bytes, zeros elsewhere.
+  auto padded = [&](std::uint64_t from, std::uint64_t to) {
+    std::string buf((to - from) * bs, '\0');
+    const std::uint64_t b0 = std::max(offset, from * bs), b1 = std::min(end_byte, to * bs);
+    std::memcpy(buf.data() + (b0 - from * bs), data + (b0 - offset), b1 - b0);
+    return buf;
+  };
+  while (pos < end) {
+    WALFS_ASSIGN_OR_RETURN(std::vector<Extent> over, maps_->Overlapping(ip->Core(), pos, end));
+    if (!over.empty() && over.front().file_block <= pos) {
+      const Extent e = over.front();
+      const std::uint64_t run_end = std::min(end, EndOf(e));
+      if (!e.unwritten) {
+        const std::uint64_t b0 = std::max(offset, pos * bs), b1 = std::min(end_byte, run_end * bs);
+        WALFS_RETURN_IF_ERROR(device_->Write(e.disk_block * bs + (b0 - e.file_block * bs), data + (b0 - offset), b1 - b0));
+        ip->data_dirty.store(true, std::memory_order_relaxed);
+      } else {
+        const std::string buf = padded(pos, run_end);
+        WALFS_RETURN_IF_ERROR(device_->Write((e.disk_block + (pos - e.file_block)) * bs, buf.data(), buf.size()));
+        Op op(this);
+        WALFS_RETURN_IF_ERROR(op.Begin(TransType::kWrite, kMapChangeBlocks));
+        for (;;) {
+          InodeCore c = ip->Core();
+          WALFS_ASSIGN_OR_RETURN(bool done, maps_->MarkWritten(op.tx(), &c, pos, run_end));
+          StoreCore(ip, c);
+          op.Dirty(ip);
+          if (done) break;
+          WALFS_RETURN_IF_ERROR(op.Roll());
+        }
+        WALFS_RETURN_IF_ERROR(op.Commit().status());
+      }
+      pos = run_end;
+      continue;
+    }
+    // A hole: allocate, write, then map.
+    const std::uint64_t hole_end = over.empty() ? end : std::min(end, over.front().file_block);
+    const auto want = static_cast<std::uint32_t>(std::min<std::uint64_t>(hole_end - pos, kMaxAllocRun));
+    std::uint64_t goal = ip->ino / sb_.inodes_per_block();
+    if (pos > 0) {
+      WALFS_ASSIGN_OR_RETURN(std::vector<Extent> left, maps_->Overlapping(ip->Core(), pos - 1, pos));
+      if (!left.empty()) goal = left.front().disk_block + (pos - left.front().file_block);
+    }
+    Op op(this);
+    WALFS_RETURN_IF_ERROR(op.Begin(TransType::kWrite, want + kMapChangeBlocks));
+    Result<Extent> got = alloc_->Alloc(op.tx(), {.goal = goal, .min = 1, .want = want});
+    if (!got.ok()) return got.status().IsNoSpace() ? Errno(ENOSPC, got.status().message()) : got.status();
+    Extent e = *got;
+    e.file_block = pos;
+    const std::string buf = padded(pos, pos + e.length);
+    WALFS_RETURN_IF_ERROR(device_->Write(e.disk_block * bs, buf.data(), buf.size()));
+    ip->data_dirty.store(true, std::memory_order_relaxed);
+    InodeCore c = ip->Core();
+    WALFS_RETURN_IF_ERROR(maps_->Map(op.tx(), &c, e));
+    c.nblocks += e.length;
+    StoreCore(ip, c);
+    op.Dirty(ip);
+    WALFS_RETURN_IF_ERROR(op.Commit().status());
+    pos += e.length;
+  }
+  return Status::Ok();
+}
+
+Result<std::size_t> Filesystem::Write(std::uint64_t ino, std::uint64_t offset, const char* data, std::size_t size) {
+  WALFS_RETURN_IF_ERROR(CheckWritable());
+  WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(ino));
+  if (offset > kMaxFileSize || size > kMaxFileSize - offset) return Errno(EFBIG, "file too large");
+  ExclusiveLock l(ip);
+  if (!S_ISREG(ip->Core().mode)) return Errno(EINVAL, "write to a non-regular file");
+  if (size == 0) return std::size_t{0};
+  WALFS_RETURN_IF_ERROR(WriteBlocks(ip, offset, data, size));
+  Op op(this);
+  WALFS_RETURN_IF_ERROR(op.Begin(TransType::kSetattr, 0));
+  InodeCore c = ip->Core();
+  c.size = std::max<std::uint64_t>(c.size, offset + size);
+  c.mtime = c.ctime = Now();
+  StoreCore(ip, c);
+  op.Dirty(ip);
+  WALFS_RETURN_IF_ERROR(op.Commit().status());
+  counters_.writes.fetch_add(1, std::memory_order_relaxed);
+  counters_.bytes_written.fetch_add(size, std::memory_order_relaxed);
+  return size;
+}
+
+Status Filesystem::Fsync(std::uint64_t ino, bool datasync) {
+  (void)datasync;  // every change to the inode is logged: both need the same force
+  WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(ino));
+  if (options_.read_only) return Status::Ok();
+  const bool data = ip->data_dirty.exchange(false);
+  const std::uint64_t seq = ip->last_seq.load();
+  if (seq != 0) WALFS_RETURN_IF_ERROR(log_->Force(seq));
+  if (data) WALFS_RETURN_IF_ERROR(device_->Flush());
+  counters_.fsyncs.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status Filesystem::ZeroTail(const InodeRef& ip, std::uint64_t from, std::uint64_t to) {
+  if (from >= to) return Status::Ok();
+  const std::uint64_t bs = sb_.block_size;
+  WALFS_ASSIGN_OR_RETURN(std::vector<Extent> over, maps_->Overlapping(ip->Core(), from / bs, (to + bs - 1) / bs));
+  for (const Extent& e : over) {
+    if (e.unwritten) continue;
+    const std::uint64_t b0 = std::max(from, e.file_block * bs), b1 = std::min(to, EndOf(e) * bs);
+    if (b0 >= b1) continue;
+    const std::string zeros(b1 - b0, '\0');
+    WALFS_RETURN_IF_ERROR(device_->Write(e.disk_block * bs + (b0 - e.file_block * bs), zeros.data(), zeros.size()));
+    ip->data_dirty.store(true, std::memory_order_relaxed);
+  }
+  return Status::Ok();
+}
+
+Status Filesystem::UnmapRange(const InodeRef& ip, std::uint64_t first, std::uint64_t end) {
+  for (;;) {
+    Op op(this);
+    WALFS_RETURN_IF_ERROR(op.Begin(TransType::kTruncate, 0));
+    InodeCore c = ip->Core();
+    std::vector<Extent> freed;
+    WALFS_ASSIGN_OR_RETURN(bool done, maps_->Unmap(op.tx(), &c, first, end, kUnmapPerStep, &freed));
+    for (const Extent& f : freed) {
+      WALFS_RETURN_IF_ERROR(alloc_->Free(op.tx(), f.disk_block, f.length));
+      c.nblocks -= std::min<std::uint64_t>(c.nblocks, f.length);
+    }
+    StoreCore(ip, c);
+    op.Dirty(ip);
+    WALFS_RETURN_IF_ERROR(op.Commit().status());
+    if (done) return Status::Ok();
+  }
+}
+
+Status Filesystem::Truncate(const InodeRef& ip, std::uint64_t size) {
+  if (size > kMaxFileSize) return Errno(EFBIG, "file too large");
+  const std::uint64_t bs = sb_.block_size;
+  const InodeCore before = ip->Core();
+  // Zeros past the new end in its last block, so a later extension reads
+  // zeros there; then the size; then the blocks past it.
+  if (size < before.size) WALFS_RETURN_IF_ERROR(ZeroTail(ip, size, std::min(before.size, (size + bs - 1) / bs * bs)));
+  {
+    Op op(this);
+    WALFS_RETURN_IF_ERROR(op.Begin(TransType::kSetattr, 0));
+    InodeCore c = ip->Core();
+    c.size = size;
+    c.mtime = c.ctime = Now();
+    StoreCore(ip, c);
+    op.Dirty(ip);
+    WALFS_RETURN_IF_ERROR(op.Commit().status());
+  }
+  if (size < before.size) WALFS_RETURN_IF_ERROR(UnmapRange(ip, (size + bs - 1) / bs, UINT64_MAX / 2));
+  counters_.truncates.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Result<struct stat> Filesystem::SetAttr(std::uint64_t ino, const struct stat& attr, std::uint32_t mask) {
+  WALFS_RETURN_IF_ERROR(CheckWritable());
+  WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(ino));
+  ExclusiveLock l(ip);
+  if (mask & kSetSize) {
+    const std::uint32_t mode = ip->Core().mode;
+    if (S_ISDIR(mode)) return Errno(EISDIR, "truncate of a directory");
+    if (!S_ISREG(mode)) return Errno(EINVAL, "truncate of a special file");
+    if (attr.st_size < 0) return Errno(EINVAL, "negative size");
+    WALFS_RETURN_IF_ERROR(Truncate(ip, static_cast<std::uint64_t>(attr.st_size)));
+  }
+  if (mask & ~kSetSize) {
+    Op op(this);
+    WALFS_RETURN_IF_ERROR(op.Begin(TransType::kSetattr, 0));
+    InodeCore c = ip->Core();
+    const format::Timestamp now = Now();
+    if (mask & kSetMode) c.mode = static_cast<std::uint16_t>((c.mode & S_IFMT) | (attr.st_mode & 07777));
+    if (mask & kSetUid) c.uid = attr.st_uid;
+    if (mask & kSetGid) c.gid = attr.st_gid;
+    if (mask & kSetAtimeNow) c.atime = now;
+    else if (mask & kSetAtime) c.atime = {attr.st_atim.tv_sec, static_cast<std::uint32_t>(attr.st_atim.tv_nsec)};
+    if (mask & kSetMtimeNow) c.mtime = now;
+    else if (mask & kSetMtime) c.mtime = {attr.st_mtim.tv_sec, static_cast<std::uint32_t>(attr.st_mtim.tv_nsec)};
+    c.ctime = (mask & kSetCtime) ? format::Timestamp{attr.st_ctim.tv_sec, static_cast<std::uint32_t>(attr.st_ctim.tv_nsec)} : now;
+    StoreCore(ip, c);
+    op.Dirty(ip);
+    WALFS_RETURN_IF_ERROR(op.Commit().status());
+  }
+  return StatOf(ip->Core());
+}
+
+Status Filesystem::Fallocate(std::uint64_t ino, int mode, std::uint64_t offset, std::uint64_t length) {
+  WALFS_RETURN_IF_ERROR(CheckWritable());
+  if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE)) return Errno(EOPNOTSUPP, "fallocate mode");
+  if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE)) return Errno(EOPNOTSUPP, "punch without keep-size");
+  if (length == 0) return Errno(EINVAL, "zero length");
+  if (offset > kMaxFileSize || length > kMaxFileSize - offset) return Errno(EFBIG, "file too large");
+  WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(ino));
+  ExclusiveLock l(ip);
+  if (!S_ISREG(ip->Core().mode)) return Errno(S_ISDIR(ip->Core().mode) ? EISDIR : ENODEV, "fallocate of a non-regular file");
+  const std::uint64_t bs = sb_.block_size;
+  const std::uint64_t end_byte = offset + length;
+  if (mode & FALLOC_FL_PUNCH_HOLE) {
+    const std::uint64_t size = ip->Core().size;
+    const std::uint64_t first_full = (offset + bs - 1) / bs, end_full = std::min(end_byte, std::max(size, end_byte)) / bs;
+    // Partial blocks at the edges are zeroed in place; whole ones unmapped.
+    if (first_full > end_full) {
+      WALFS_RETURN_IF_ERROR(ZeroTail(ip, offset, end_byte));
+    } else {
+      WALFS_RETURN_IF_ERROR(ZeroTail(ip, offset, first_full * bs));
+      WALFS_RETURN_IF_ERROR(ZeroTail(ip, end_full * bs, end_byte));
+      if (first_full < end_full) WALFS_RETURN_IF_ERROR(UnmapRange(ip, first_full, end_full));
+    }
+  } else {
+    std::uint64_t pos = offset / bs;
+    const std::uint64_t end = (end_byte + bs - 1) / bs;
+    while (pos < end) {
+      WALFS_ASSIGN_OR_RETURN(std::vector<Extent> over, maps_->Overlapping(ip->Core(), pos, end));
+      if (!over.empty() && over.front().file_block <= pos) {
+        pos = EndOf(over.front());
+        continue;
+      }
+      const std::uint64_t hole_end = over.empty() ? end : std::min(end, over.front().file_block);
+      const auto want = static_cast<std::uint32_t>(std::min<std::uint64_t>(hole_end - pos, kMaxAllocRun));
+      Op op(this);
+      WALFS_RETURN_IF_ERROR(op.Begin(TransType::kWrite, want + kMapChangeBlocks));
+      Result<Extent> got = alloc_->Alloc(op.tx(), {.goal = ip->ino / sb_.inodes_per_block(), .min = 1, .want = want});
+      if (!got.ok()) return got.status().IsNoSpace() ? Errno(ENOSPC, got.status().message()) : got.status();
+      Extent e = *got;
+      e.file_block = pos;
+      e.unwritten = true;
+      InodeCore c = ip->Core();
+      WALFS_RETURN_IF_ERROR(maps_->Map(op.tx(), &c, e));
+      c.nblocks += e.length;
+      StoreCore(ip, c);
+      op.Dirty(ip);
+      WALFS_RETURN_IF_ERROR(op.Commit().status());
+      pos += e.length;
+    }
+  }
+  Op op(this);
+  WALFS_RETURN_IF_ERROR(op.Begin(TransType::kSetattr, 0));
+  InodeCore c = ip->Core();
+  if (!(mode & FALLOC_FL_KEEP_SIZE)) c.size = std::max(c.size, end_byte);
+  c.mtime = c.ctime = Now();
+  StoreCore(ip, c);
+  op.Dirty(ip);
+  return op.Commit().status();
+}
+
+Result<std::uint64_t> Filesystem::Lseek(std::uint64_t ino, std::uint64_t offset, int whence) {
+  WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(ino));
+  std::shared_lock l(ip->rw);
+  const InodeCore c = ip->Core();
+  if (whence != SEEK_DATA && whence != SEEK_HOLE) return Errno(EINVAL, "lseek whence");
+  if (offset >= c.size) return Errno(ENXIO, "offset past the end");
+  const std::uint64_t bs = sb_.block_size;
+  if (whence == SEEK_DATA) {
+    WALFS_ASSIGN_OR_RETURN(std::optional<Extent> e, maps_->NextFrom(c, offset / bs));
+    if (!e || e->file_block * bs >= c.size) return Errno(ENXIO, "no data past the offset");
+    return std::max(offset, e->file_block * bs);
+  }
+  std::uint64_t pos = offset / bs;
+  for (;;) {
+    if (pos * bs >= c.size) return c.size;
+    WALFS_ASSIGN_OR_RETURN(std::vector<Extent> cover, maps_->Overlapping(c, pos, pos + 1));
+    if (cover.empty()) return std::max(offset, pos * bs);
+    pos = EndOf(cover.front());
+  }
+}
+
+Status Filesystem::Inactivate(const InodeRef& ip) {
+  ExclusiveLock l(ip);
+  const InodeCore c = ip->Core();
+  if (c.nlink != 0 || c.free()) return Status::Ok();
+  if (c.format == format::ForkFormat::kExtents || c.format == format::ForkFormat::kBtree) {
+    if (S_ISREG(c.mode) || S_ISLNK(c.mode)) {
+      WALFS_RETURN_IF_ERROR(UnmapRange(ip, 0, UINT64_MAX / 2));
+      for (bool done = false; !done;) {
+        Op op(this);
+        WALFS_RETURN_IF_ERROR(op.Begin(TransType::kTruncate, 0));
+        InodeCore n = ip->Core();
+        WALFS_ASSIGN_OR_RETURN(done, maps_->DestroySome(op.tx(), &n, 8));
+        StoreCore(ip, n);
+        op.Dirty(ip);
+        WALFS_RETURN_IF_ERROR(op.Commit().status());
+      }
+    } else if (S_ISDIR(c.mode)) {
+      Op op(this);
+      WALFS_RETURN_IF_ERROR(op.Begin(TransType::kRemove, 0));
+      InodeCore n = ip->Core();
+      WALFS_RETURN_IF_ERROR(dirs_->Destroy(op.tx(), &n));
+      StoreCore(ip, n);
+      op.Dirty(ip);
+      WALFS_RETURN_IF_ERROR(op.Commit().status());
+    }
+  }
+  WALFS_RETURN_IF_ERROR(DestroyXattrs(ip));
+  Op op(this);
+  WALFS_RETURN_IF_ERROR(op.Begin(TransType::kRemove, 0));
+  WALFS_RETURN_IF_ERROR(RemoveUnlinked(op, ip));
+  WALFS_RETURN_IF_ERROR(ialloc_->Unpick(op.tx(), ip->ino));
+  StoreCore(ip, format::FreeInode(ip->ino, c.generation));
+  op.Dirty(ip);
+  WALFS_RETURN_IF_ERROR(op.Commit().status());
+  counters_.inactivated.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+}  // namespace walfs::fs

@@ -1,0 +1,51 @@
+// Filesystem::Op: one filesystem operation's transaction -- the journal
+// transaction with its held buffers (FsTransaction), the in-core inodes it
+// changed (written into their chunk blocks when each step commits, in
+// ascending order), and the blocks it reserved up front.
+//
+//   Op op(this);
+//   WALFS_RETURN_IF_ERROR(op.Begin(TransType::kCreate, /*blocks=*/16));
+//   ... change inodes (StoreCore), op.Dirty(ip) ...
+//   WALFS_RETURN_IF_ERROR(op.Commit());
+//
+// Dropping an Op without Commit cancels it (a dirty cancel shuts the log
+// down: the in-core state can no longer be trusted).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "fs/filesystem.h"
+#include "fs/fs_trans.h"
+
+namespace walfs::fs {
+
+class Filesystem::Op {
+ public:
+  explicit Op(Filesystem* fs) : fs_(fs) {}
+  ~Op();
+  Op(const Op&) = delete;
+  Op& operator=(const Op&) = delete;
+
+  Status Begin(journal::TransType type, std::uint64_t blocks);
+  FsTransaction* tx() { return &*tx_; }
+  void Dirty(const InodeRef& ip);
+  // Commits; every dirty inode's last_seq becomes the commit's sequence.
+  Result<std::uint64_t> Commit();
+  // Commits this step and starts the next with nothing held.
+  Status Roll() { return tx_->RollReleasing(); }
+
+ private:
+  Status LogInodes(FsTransaction* tx);
+  Filesystem* const fs_;
+  std::optional<FsTransaction> tx_;
+  std::vector<InodeRef> dirty_;
+  std::uint64_t reserved_ = 0;
+};
+
+// Replaces an inode's in-core core with `next` (a changed copy), keeping the
+// unlinked-list link, which belongs to the unlinked-list code.
+void StoreCore(const InodeRef& ip, format::InodeCore next);
+format::Timestamp Now();
+
+}  // namespace walfs::fs

@@ -1,0 +1,556 @@
+#include "mount/fuse_server.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/xattr.h>
+
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "journal/wake_mode.h"
+#include "tracing/tracer.h"
+
+namespace walfs::mount {
+
+namespace {
+
+FuseServer* Server(fuse_req_t req) { return static_cast<FuseServer*>(fuse_req_userdata(req)); }
+
+int ErrnoOf(const Status& s) {
+  const int e = s.ToErrno();
+  return e > 0 ? e : EIO;
+}
+
+// Errors that mean the filesystem is damaged or failing are logged (once
+// per distinct message in a row); the expected ones (ENOENT, EEXIST, ...)
+// are the caller's business.
+void LogSerious(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kCorruption:
+    case StatusCode::kShutdown:
+    case StatusCode::kIoError:
+    case StatusCode::kInternal: {
+      static std::mutex mu;
+      static std::string last;
+      std::lock_guard l(mu);
+      const std::string msg = s.ToString();
+      if (msg == last) return;
+      last = msg;
+      fmt::print(stderr, "walfs: {}\n", msg);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+void ReplyErr(fuse_req_t req, const Status& s);
+void ReplyStatus(fuse_req_t req, const Status& s) {
+  if (s.ok()) return (void)fuse_reply_err(req, 0);
+  ReplyErr(req, s);
+}
+
+void ReplyErr(fuse_req_t req, const Status& s) {
+  LogSerious(s);
+  fuse_reply_err(req, ErrnoOf(s));
+}
+
+bool IsReservedName(fuse_ino_t parent, const char* name) {
+  return parent == FUSE_ROOT_ID && ControlDir::kName == name;
+}
+
+struct stat ControlStat(const ControlDir::Attr& a) {
+  struct stat st {};
+  st.st_ino = a.ino;
+  st.st_mode = a.mode;
+  st.st_nlink = a.nlink;
+  st.st_size = static_cast<off_t>(a.size);
+  st.st_uid = 0;
+  st.st_gid = 0;
+  st.st_blksize = 4096;
+  const timespec t{a.time_ns / 1'000'000'000, a.time_ns % 1'000'000'000};
+  st.st_atim = st.st_mtim = st.st_ctim = t;
+  return st;
+}
+
+fuse_entry_param Entry(FuseServer* s, struct stat st) {
+  fuse_entry_param e{};
+  st.st_ino = s->ToFuse(st.st_ino);
+  e.ino = st.st_ino;
+  e.attr = st;
+  e.attr_timeout = s->options().attr_timeout;
+  e.entry_timeout = s->options().entry_timeout;
+  return e;
+}
+
+void ReplyEntry(fuse_req_t req, const Result<struct stat>& r) {
+  if (!r.ok()) return ReplyErr(req, r.status());
+  fuse_entry_param e = Entry(Server(req), *r);
+  fuse_reply_entry(req, &e);
+}
+
+void ReplyAttr(fuse_req_t req, Result<struct stat> r) {
+  if (!r.ok()) return ReplyErr(req, r.status());
+  FuseServer* s = Server(req);
+  r->st_ino = s->ToFuse(r->st_ino);
+  fuse_reply_attr(req, &*r, s->options().attr_timeout);
+}
+
+fs::Caller CallerOf(fuse_req_t req) {
+  const fuse_ctx* ctx = fuse_req_ctx(req);
+  return fs::Caller{ctx->uid, ctx->gid};
+}
+
+// ---- namespace ----
+
+void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  FuseServer* s = Server(req);
+  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) {
+    Result<ControlDir::Attr> a = s->control().Lookup(parent, name);
+    if (!a.ok()) return ReplyErr(req, a.status());
+    fuse_entry_param e{};
+    e.ino = a->ino;
+    e.attr = ControlStat(*a);
+    e.attr_timeout = 0;
+    e.entry_timeout = 0;
+    return (void)fuse_reply_entry(req, &e);
+  }
+  ReplyEntry(req, s->fs()->Lookup(s->ToFs(parent), name));
+}
+
+void Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+  FuseServer* s = Server(req);
+  if (!ControlDir::IsControlIno(ino)) s->fs()->Forget(s->ToFs(ino), nlookup);
+  fuse_reply_none(req);
+}
+
+void ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+  FuseServer* s = Server(req);
+  for (size_t i = 0; i < count; ++i)
+    if (!ControlDir::IsControlIno(forgets[i].ino)) s->fs()->Forget(s->ToFs(forgets[i].ino), forgets[i].nlookup);
+  fuse_reply_none(req);
+}
+
+void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  FuseServer* s = Server(req);
+  if (ControlDir::IsControlIno(ino)) {
+    Result<ControlDir::Attr> a = s->control().GetAttr(ino);
+    if (!a.ok()) return ReplyErr(req, a.status());
+    struct stat st = ControlStat(*a);
+    return (void)fuse_reply_attr(req, &st, 0);
+  }
+  ReplyAttr(req, s->fs()->GetAttr(s->ToFs(ino)));
+}
+
+void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
+  FuseServer* s = Server(req);
+  if (ControlDir::IsControlIno(ino)) {
+    if (to_set & FUSE_SET_ATTR_SIZE) {
+      Status st = s->control().Truncate(ino);
+      if (!st.ok()) return ReplyErr(req, st);
+    }
+    Result<ControlDir::Attr> a = s->control().GetAttr(ino);
+    if (!a.ok()) return ReplyErr(req, a.status());
+    struct stat st = ControlStat(*a);
+    return (void)fuse_reply_attr(req, &st, 0);
+  }
+  std::uint32_t mask = 0;
+  if (to_set & FUSE_SET_ATTR_MODE) mask |= fs::kSetMode;
+  if (to_set & FUSE_SET_ATTR_UID) mask |= fs::kSetUid;
+  if (to_set & FUSE_SET_ATTR_GID) mask |= fs::kSetGid;
+  if (to_set & FUSE_SET_ATTR_SIZE) mask |= fs::kSetSize;
+  if (to_set & FUSE_SET_ATTR_ATIME) mask |= fs::kSetAtime;
+  if (to_set & FUSE_SET_ATTR_MTIME) mask |= fs::kSetMtime;
+  if (to_set & FUSE_SET_ATTR_ATIME_NOW) mask |= fs::kSetAtimeNow;
+  if (to_set & FUSE_SET_ATTR_MTIME_NOW) mask |= fs::kSetMtimeNow;
+  if (to_set & FUSE_SET_ATTR_CTIME) mask |= fs::kSetCtime;
+  ReplyAttr(req, s->fs()->SetAttr(s->ToFs(ino), *attr, mask));
+}
+
+void Readlink(fuse_req_t req, fuse_ino_t ino) {
+  FuseServer* s = Server(req);
+  Result<std::string> r = s->fs()->Readlink(s->ToFs(ino));
+  if (!r.ok()) return ReplyErr(req, r.status());
+  fuse_reply_readlink(req, r->c_str());
+}
+
+void Mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
+  FuseServer* s = Server(req);
+  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)fuse_reply_err(req, EPERM);
+  ReplyEntry(req, s->fs()->Mknod(CallerOf(req), s->ToFs(parent), name, mode, static_cast<std::uint32_t>(rdev)));
+}
+
+void Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  FuseServer* s = Server(req);
+  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)fuse_reply_err(req, EPERM);
+  ReplyEntry(req, s->fs()->Mkdir(CallerOf(req), s->ToFs(parent), name, mode));
+}
+
+void Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  FuseServer* s = Server(req);
+  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)fuse_reply_err(req, EPERM);
+  Status st = s->fs()->Unlink(s->ToFs(parent), name);
+  ReplyStatus(req, st);
+}
+
+void Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  FuseServer* s = Server(req);
+  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)fuse_reply_err(req, EPERM);
+  Status st = s->fs()->Rmdir(s->ToFs(parent), name);
+  ReplyStatus(req, st);
+}
+
+void Symlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
+  FuseServer* s = Server(req);
+  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)fuse_reply_err(req, EPERM);
+  ReplyEntry(req, s->fs()->Symlink(CallerOf(req), s->ToFs(parent), name, link));
+}
+
+void Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newparent, const char* newname,
+            unsigned int flags) {
+  FuseServer* s = Server(req);
+  if (IsReservedName(parent, name) || IsReservedName(newparent, newname) || ControlDir::IsControlIno(parent) ||
+      ControlDir::IsControlIno(newparent))
+    return (void)fuse_reply_err(req, EPERM);
+  Status st = s->fs()->Rename(s->ToFs(parent), name, s->ToFs(newparent), newname, flags);
+  ReplyStatus(req, st);
+}
+
+void Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname) {
+  FuseServer* s = Server(req);
+  if (IsReservedName(newparent, newname) || ControlDir::IsControlIno(newparent) || ControlDir::IsControlIno(ino))
+    return (void)fuse_reply_err(req, EPERM);
+  ReplyEntry(req, s->fs()->Link(s->ToFs(ino), s->ToFs(newparent), newname));
+}
+
+// ---- files ----
+
+void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  FuseServer* s = Server(req);
+  if (ControlDir::IsControlIno(ino)) {
+    Result<ControlDir::Opened> o = s->control().Open(ino, fi->flags);
+    if (!o.ok()) return ReplyErr(req, o.status());
+    fi->fh = o->handle;
+    fi->direct_io = 1;
+    fi->nonseekable = o->nonseekable;
+    return (void)fuse_reply_open(req, fi);
+  }
+  if ((fi->flags & O_ACCMODE) != O_RDONLY && s->fs()->read_only()) return (void)fuse_reply_err(req, EROFS);
+  Result<struct stat> st = s->fs()->GetAttr(s->ToFs(ino));
+  if (!st.ok()) return ReplyErr(req, st.status());
+  if (S_ISDIR(st->st_mode)) return (void)fuse_reply_err(req, EISDIR);
+  // With FUSE_CAP_ATOMIC_O_TRUNC (libfuse's default) the kernel leaves
+  // O_TRUNC to open.
+  if ((fi->flags & O_TRUNC) && S_ISREG(st->st_mode) && st->st_size != 0) {
+    struct stat attr {};
+    Result<struct stat> t = s->fs()->SetAttr(s->ToFs(ino), attr, fs::kSetSize);
+    if (!t.ok()) return ReplyErr(req, t.status());
+  }
+  fi->keep_cache = 1;
+  fuse_reply_open(req, fi);
+}
+
+void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
+  FuseServer* s = Server(req);
+  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)fuse_reply_err(req, EPERM);
+  Result<struct stat> r = s->fs()->Mknod(CallerOf(req), s->ToFs(parent), name, S_IFREG | (mode & 07777), 0);
+  if (!r.ok()) return ReplyErr(req, r.status());
+  fuse_entry_param e = Entry(s, *r);
+  fuse_reply_create(req, &e, fi);
+}
+
+void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  FuseServer* s = Server(req);
+  if (ControlDir::IsControlIno(ino)) {
+    Result<std::string> r = s->control().Read(fi->fh, static_cast<std::uint64_t>(off), size, (fi->flags & O_NONBLOCK) != 0);
+    if (!r.ok()) return ReplyErr(req, r.status());
+    return (void)fuse_reply_buf(req, r->data(), r->size());
+  }
+  std::vector<char> buf(size);
+  Result<std::size_t> n = s->fs()->Read(s->ToFs(ino), static_cast<std::uint64_t>(off), size, buf.data());
+  if (!n.ok()) return ReplyErr(req, n.status());
+  fuse_reply_buf(req, buf.data(), *n);
+}
+
+void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
+  FuseServer* s = Server(req);
+  if (ControlDir::IsControlIno(ino)) {
+    Result<std::size_t> n = s->control().Write(fi->fh, static_cast<std::uint64_t>(off), std::string_view(buf, size));
+    if (!n.ok()) return ReplyErr(req, n.status());
+    return (void)fuse_reply_write(req, *n);
+  }
+  Result<std::size_t> n = s->fs()->Write(s->ToFs(ino), static_cast<std::uint64_t>(off), buf, size);
+  if (!n.ok()) return ReplyErr(req, n.status());
+  fuse_reply_write(req, *n);
+}
+
+void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+
+void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  if (ControlDir::IsControlIno(ino)) Server(req)->control().Release(fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+void Fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info*) {
+  FuseServer* s = Server(req);
+  if (ControlDir::IsControlIno(ino)) return (void)fuse_reply_err(req, 0);
+  Status st = s->fs()->Fsync(s->ToFs(ino), datasync != 0);
+  ReplyStatus(req, st);
+}
+
+void Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length, fuse_file_info*) {
+  FuseServer* s = Server(req);
+  if (ControlDir::IsControlIno(ino)) return (void)fuse_reply_err(req, EOPNOTSUPP);
+  if (offset < 0 || length <= 0) return (void)fuse_reply_err(req, EINVAL);
+  Status st = s->fs()->Fallocate(s->ToFs(ino), mode, static_cast<std::uint64_t>(offset), static_cast<std::uint64_t>(length));
+  ReplyStatus(req, st);
+}
+
+void Lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info*) {
+  FuseServer* s = Server(req);
+  if (ControlDir::IsControlIno(ino)) return (void)fuse_reply_err(req, ESPIPE);
+  if (off < 0) return (void)fuse_reply_err(req, EINVAL);
+  Result<std::uint64_t> r = s->fs()->Lseek(s->ToFs(ino), static_cast<std::uint64_t>(off), whence);
+  if (!r.ok()) return ReplyErr(req, r.status());
+  fuse_reply_lseek(req, static_cast<off_t>(*r));
+}
+
+void CopyFileRange(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_file_info*, fuse_ino_t ino_out,
+                   off_t off_out, fuse_file_info*, size_t len, int flags) {
+  FuseServer* s = Server(req);
+  if (flags != 0) return (void)fuse_reply_err(req, EINVAL);
+  if (ControlDir::IsControlIno(ino_in) || ControlDir::IsControlIno(ino_out)) return (void)fuse_reply_err(req, EXDEV);
+  std::vector<char> buf(std::min<size_t>(len, 1 << 20));
+  size_t done = 0;
+  while (done < len) {
+    const size_t want = std::min(buf.size(), len - done);
+    Result<std::size_t> n = s->fs()->Read(s->ToFs(ino_in), static_cast<std::uint64_t>(off_in) + done, want, buf.data());
+    if (!n.ok()) return ReplyErr(req, n.status());
+    if (*n == 0) break;
+    Result<std::size_t> w = s->fs()->Write(s->ToFs(ino_out), static_cast<std::uint64_t>(off_out) + done, buf.data(), *n);
+    if (!w.ok()) {
+      if (done > 0) break;
+      return ReplyErr(req, w.status());
+    }
+    done += *w;
+    if (*n < want) break;
+  }
+  fuse_reply_write(req, done);
+}
+
+void Poll(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, fuse_pollhandle* ph) {
+  FuseServer* s = Server(req);
+  unsigned events = POLLOUT;
+  if (!ControlDir::IsControlIno(ino) || s->control().Readable(fi->fh)) events |= POLLIN;
+  if (ph) fuse_pollhandle_destroy(ph);
+  fuse_reply_poll(req, events);
+}
+
+// ---- directories ----
+
+void OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  FuseServer* s = Server(req);
+  if (ControlDir::IsControlIno(ino)) return (void)fuse_reply_open(req, fi);
+  Result<struct stat> st = s->fs()->GetAttr(s->ToFs(ino));
+  if (!st.ok()) return ReplyErr(req, st.status());
+  if (!S_ISDIR(st->st_mode)) return (void)fuse_reply_err(req, ENOTDIR);
+  fuse_reply_open(req, fi);
+}
+
+void ControlReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off) {
+  FuseServer* s = Server(req);
+  Result<std::vector<ControlDir::DirEntry>> es = s->control().ReadDir(ino);
+  if (!es.ok()) return ReplyErr(req, es.status());
+  std::vector<char> buf(size);
+  size_t used = 0;
+  for (size_t i = static_cast<size_t>(off); i < es->size(); ++i) {
+    struct stat st = ControlStat((*es)[i].attr);
+    if ((*es)[i].name == "..") st.st_ino = FUSE_ROOT_ID;
+    const size_t n = fuse_add_direntry(req, buf.data() + used, size - used, (*es)[i].name.c_str(), &st,
+                                       static_cast<off_t>(i + 1));
+    if (n > size - used) break;
+    used += n;
+  }
+  fuse_reply_buf(req, buf.data(), used);
+}
+
+void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
+  FuseServer* s = Server(req);
+  if (ControlDir::IsControlIno(ino)) return ControlReadDir(req, ino, size, off);
+  std::vector<char> buf(size);
+  size_t used = 0;
+  Status failed;
+  Status st = s->fs()->ReadDir(s->ToFs(ino), static_cast<std::uint64_t>(off),
+                               [&](std::string_view name, std::uint64_t child, std::uint32_t type, std::uint64_t next) {
+    const std::string n(name);
+    if (!plus) {
+      struct stat sst {};
+      sst.st_ino = s->ToFuse(child);
+      sst.st_mode = type << 12;
+      const size_t need = fuse_add_direntry(req, buf.data() + used, size - used, n.c_str(), &sst, static_cast<off_t>(next));
+      if (need > size - used) return false;
+      used += need;
+      return true;
+    }
+    const size_t need = fuse_add_direntry_plus(req, nullptr, 0, n.c_str(), nullptr, 0);
+    if (need > size - used) return false;
+    fuse_entry_param e{};
+    if (name == "." || name == "..") {
+      e.attr.st_ino = s->ToFuse(child);
+      e.attr.st_mode = S_IFDIR;
+    } else {
+      Result<struct stat> r = s->fs()->Lookup(s->ToFs(ino), name);
+      if (!r.ok()) {
+        if (r.status().ToErrno() == ENOENT) return true;  // removed since the listing started
+        failed = r.status();
+        return false;
+      }
+      e = Entry(s, *r);
+    }
+    used += fuse_add_direntry_plus(req, buf.data() + used, size - used, n.c_str(), &e, static_cast<off_t>(next));
+    return true;
+  });
+  if (!st.ok()) return ReplyErr(req, st);
+  if (!failed.ok() && used == 0) return ReplyErr(req, failed);
+  fuse_reply_buf(req, buf.data(), used);
+}
+
+void ReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  ReadDirCommon(req, ino, size, off, false);
+}
+void ReadDirPlus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  ReadDirCommon(req, ino, size, off, true);
+}
+void ReleaseDir(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+void FsyncDir(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) { Fsync(req, ino, datasync, fi); }
+
+void StatFs(fuse_req_t req, fuse_ino_t) {
+  Result<struct statvfs> r = Server(req)->fs()->StatFs();
+  if (!r.ok()) return ReplyErr(req, r.status());
+  fuse_reply_statfs(req, &*r);
+}
+
+void Access(fuse_req_t req, fuse_ino_t, int) { fuse_reply_err(req, 0); }  // default_permissions decides
+
+// ---- xattrs ----
+
+void SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size, int flags) {
+  FuseServer* s = Server(req);
+  if (ControlDir::IsControlIno(ino)) return (void)fuse_reply_err(req, ENOTSUP);
+  Status st = s->fs()->SetXattr(s->ToFs(ino), name, std::string_view(value, size), flags);
+  ReplyStatus(req, st);
+}
+
+void GetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  FuseServer* s = Server(req);
+  if (ControlDir::IsControlIno(ino)) return (void)fuse_reply_err(req, ENODATA);
+  Result<std::string> v = s->fs()->GetXattr(s->ToFs(ino), name);
+  if (!v.ok()) return ReplyErr(req, v.status());
+  if (size == 0) return (void)fuse_reply_xattr(req, v->size());
+  if (v->size() > size) return (void)fuse_reply_err(req, ERANGE);
+  fuse_reply_buf(req, v->data(), v->size());
+}
+
+void ListXattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  FuseServer* s = Server(req);
+  std::string out;
+  if (!ControlDir::IsControlIno(ino)) {
+    Result<std::vector<std::string>> names = s->fs()->ListXattr(s->ToFs(ino));
+    if (!names.ok()) return ReplyErr(req, names.status());
+    for (const std::string& n : *names) {
+      out.append(n);
+      out.push_back('\0');
+    }
+  }
+  if (size == 0) return (void)fuse_reply_xattr(req, out.size());
+  if (out.size() > size) return (void)fuse_reply_err(req, ERANGE);
+  fuse_reply_buf(req, out.data(), out.size());
+}
+
+void RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
+  FuseServer* s = Server(req);
+  if (ControlDir::IsControlIno(ino)) return (void)fuse_reply_err(req, ENODATA);
+  Status st = s->fs()->RemoveXattr(s->ToFs(ino), name);
+  ReplyStatus(req, st);
+}
+
+void Init(void* userdata, fuse_conn_info* conn) {
+  auto* s = static_cast<FuseServer*>(userdata);
+  if (s->options().writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+    conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+  if (conn->capable & FUSE_CAP_POSIX_LOCKS) conn->want &= ~FUSE_CAP_POSIX_LOCKS;  // the kernel's local locks
+  if (conn->capable & FUSE_CAP_FLOCK_LOCKS) conn->want &= ~FUSE_CAP_FLOCK_LOCKS;
+}
+
+void Destroy(void* userdata) { static_cast<FuseServer*>(userdata)->control().InterruptReaders(); }
+
+fuse_lowlevel_ops MakeOps() {
+  fuse_lowlevel_ops ops{};
+  ops.init = Init;
+  ops.destroy = Destroy;
+  ops.lookup = Lookup;
+  ops.forget = Forget;
+  ops.forget_multi = ForgetMulti;
+  ops.getattr = GetAttr;
+  ops.setattr = SetAttr;
+  ops.readlink = Readlink;
+  ops.mknod = Mknod;
+  ops.mkdir = Mkdir;
+  ops.unlink = Unlink;
+  ops.rmdir = Rmdir;
+  ops.symlink = Symlink;
+  ops.rename = Rename;
+  ops.link = Link;
+  ops.open = Open;
+  ops.create = Create;
+  ops.read = Read;
+  ops.write = Write;
+  ops.flush = Flush;
+  ops.release = Release;
+  ops.fsync = Fsync;
+  ops.opendir = OpenDir;
+  ops.readdir = ReadDir;
+  ops.readdirplus = ReadDirPlus;
+  ops.releasedir = ReleaseDir;
+  ops.fsyncdir = FsyncDir;
+  ops.statfs = StatFs;
+  ops.access = Access;
+  ops.setxattr = SetXattr;
+  ops.getxattr = GetXattr;
+  ops.listxattr = ListXattr;
+  ops.removexattr = RemoveXattr;
+  ops.fallocate = Fallocate;
+  ops.lseek = Lseek;
+  ops.copy_file_range = CopyFileRange;
+  ops.poll = Poll;
+  return ops;
+}
+
+}  // namespace
+
+FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options) : fs_(fs), options_(options) {
+  ControlDir::Sources src;
+  src.tracer = &tracing::Tracer::Get();
+  src.stats = [fs] { return fs->StatsText(); };
+  src.get_grant_wake = [fs] { return std::string(journal::WakeModeName(fs->wake_mode())); };
+  src.set_grant_wake = [fs](std::string_view v) -> Status {
+    WALFS_ASSIGN_OR_RETURN(journal::WakeMode m, journal::ParseWakeMode(v));
+    return fs->SetWakeMode(m);
+  };
+  src.parent_ino = FUSE_ROOT_ID;
+  control_ = std::make_unique<ControlDir>(std::move(src));
+}
+
+FuseServer::~FuseServer() = default;
+
+const fuse_lowlevel_ops& FuseServer::Operations() {
+  static const fuse_lowlevel_ops ops = MakeOps();
+  return ops;
+}
+
+}  // namespace walfs::mount

@@ -1,0 +1,47 @@
+// FuseServer: the libfuse3 low-level adapter.  It translates each FUSE
+// request into a Filesystem call (or, under /.walfs, a ControlDir call) and
+// the result into a reply; nothing else.  The mount's root is FUSE_ROOT_ID
+// (1) to the kernel and the superblock's root inode to the filesystem;
+// control inodes carry kControlInoBase.
+//
+//   FuseServer server(fs.get(), {.writeback_cache = true});
+//   fuse_session* se = fuse_session_new(&args, &FuseServer::Operations(), sizeof(fuse_lowlevel_ops), &server);
+#pragma once
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+
+#include <memory>
+
+#include "fs/filesystem.h"
+#include "mount/control_dir.h"
+
+namespace walfs::mount {
+
+struct FuseServerOptions {
+  bool writeback_cache = false;
+  double entry_timeout = 1.0;
+  double attr_timeout = 1.0;
+};
+
+class FuseServer {
+ public:
+  FuseServer(fs::Filesystem* fs, const FuseServerOptions& options);
+  ~FuseServer();
+
+  static const fuse_lowlevel_ops& Operations();
+  ControlDir& control() { return *control_; }
+  fs::Filesystem* fs() const { return fs_; }
+  const FuseServerOptions& options() const { return options_; }
+
+  // FUSE inode <-> filesystem inode.
+  std::uint64_t ToFs(fuse_ino_t ino) const { return ino == FUSE_ROOT_ID ? fs_->root() : ino; }
+  fuse_ino_t ToFuse(std::uint64_t ino) const { return ino == fs_->root() ? FUSE_ROOT_ID : ino; }
+
+ private:
+  fs::Filesystem* const fs_;
+  const FuseServerOptions options_;
+  std::unique_ptr<ControlDir> control_;
+};
+
+}  // namespace walfs::mount
