@@ -64,8 +64,11 @@ class InodeLocks {
                ips_.end());
     for (const InodeRef& ip : ips_) ip->rw.lock();
   }
-  ~InodeLocks() {
+  ~InodeLocks() { Release(); }
+  // Unlocks them all now.
+  void Release() {
     for (auto it = ips_.rbegin(); it != ips_.rend(); ++it) (*it)->rw.unlock();
+    ips_.clear();
   }
   InodeLocks(const InodeLocks&) = delete;
   InodeLocks& operator=(const InodeLocks&) = delete;
@@ -190,7 +193,6 @@ Status Filesystem::Start() {
   dirs_ = std::make_unique<DirIndex>(cache_.get(), alloc_.get(), &sb_);
   maps_ = std::make_unique<FileMap>(cache_.get(), alloc_.get(), &sb_);
   WALFS_RETURN_IF_ERROR(alloc_->LoadFreeTotal());
-  free_blocks_.store(alloc_->FreeTotal());
   WALFS_ASSIGN_OR_RETURN(InodeRef root, icache_->Get(sb_.root_ino));
   if (!IsDir(root->Core()))
     return Status::Corruption(fmt::format("root inode {} is not a directory", sb_.root_ino));
@@ -209,10 +211,14 @@ std::string Filesystem::Describe() const {
 Status Filesystem::Unmount() {
   if (unmounted_.exchange(true)) return Status::Ok();
   Status s;
-  if (!options_.read_only && !log_->IsShutdown()) {
-    // What the kernel never forgot (it sends forgets before destroy, but
-    // the daemon may be stopped by a signal): unlinked inodes stay on their
-    // lists and the next mount frees them.
+  if (log_->IsShutdown()) {
+    // Nothing more may be written: the next mount recovers the log.
+    s = log_->status();
+    if (s.ok()) s = Status::Shutdown("the filesystem was shut down");
+    log_->Halt();
+  } else if (!options_.read_only) {
+    // Unlinked inodes the kernel never forgot stay on their lists; the next
+    // mount frees them.
     s = log_->Close();
   } else {
     log_->Halt();
@@ -253,19 +259,19 @@ Status Filesystem::ProcessUnlinkedLists() {
 // ---------------------------------------------------------------- helpers
 
 Status Filesystem::ReserveBlocks(std::uint64_t n) {
-  std::int64_t have = free_blocks_.load(std::memory_order_relaxed);
+  // Free now (the allocator's count, which this operation's own
+  // allocations lower while its reservation still stands: conservative)
+  // minus what running operations may still take.
+  std::int64_t r = reserved_blocks_.load(std::memory_order_relaxed);
   for (;;) {
-    // What the allocator has beats our running estimate once frees land.
-    if (have < static_cast<std::int64_t>(n)) {
-      const std::int64_t reserved = alloc_->FreeTotal() - have;
-      (void)reserved;
-      return Errno(ENOSPC, "no free space");
-    }
-    if (free_blocks_.compare_exchange_weak(have, have - static_cast<std::int64_t>(n))) return Status::Ok();
+    if (alloc_->FreeTotal() - r < static_cast<std::int64_t>(n)) return Errno(ENOSPC, "no free space");
+    if (reserved_blocks_.compare_exchange_weak(r, r + static_cast<std::int64_t>(n))) return Status::Ok();
   }
 }
 
-void Filesystem::UnreserveBlocks(std::uint64_t n) { free_blocks_.fetch_add(static_cast<std::int64_t>(n)); }
+void Filesystem::UnreserveBlocks(std::uint64_t n) {
+  reserved_blocks_.fetch_sub(static_cast<std::int64_t>(n));
+}
 
 Status Filesystem::CheckWritable() const {
   if (options_.read_only) return Errno(EROFS, "read-only filesystem");
@@ -493,6 +499,13 @@ Status Filesystem::RemoveName(std::uint64_t parent, std::string_view name, bool 
     op.Dirty(dp);
     WALFS_RETURN_IF_ERROR(op.Commit().status());
     counters_.removes.fetch_add(1, std::memory_order_relaxed);
+    if (c.nlink == 0 && icache_->Unused(ip)) {
+      locks.Release();  // Inactivate takes the inode's lock itself
+      WALFS_RETURN_IF_ERROR(Inactivate(ip));
+      const std::uint64_t ino = ip->ino;
+      ip.reset();
+      icache_->Evict(ino);
+    }
     return Status::Ok();
   }
 }
@@ -712,7 +725,7 @@ Result<struct statvfs> Filesystem::StatFs() NO_THREAD_SAFETY_ANALYSIS {
   st.f_blocks = sb_.total_blocks - sb_.data_start();
   const std::int64_t free_now = std::max<std::int64_t>(0, alloc_->FreeTotal());
   st.f_bfree = static_cast<fsblkcnt_t>(free_now);
-  st.f_bavail = static_cast<fsblkcnt_t>(std::max<std::int64_t>(0, free_blocks_.load()));
+  st.f_bavail = static_cast<fsblkcnt_t>(std::max<std::int64_t>(0, free_now - reserved_blocks_.load()));
   std::uint64_t icount = 0, ifree = 0;
   for (std::uint32_t agno = 0; agno < sb_.ag_count; ++agno) {
     WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_.AgStart(agno), format::BlockType::kAgHeader));
@@ -842,8 +855,8 @@ std::string Filesystem::StatsText() const {
   out += fmt::format("ail_items {}\nail_tail {}\nail_pushes {}\nail_log_forces {}\n", ls.ail.items,
                      journal::LsnString(ls.ail.tail), ls.ail.pushes, ls.ail.log_forces);
   const AllocStats as = alloc_->Stats();
-  out += fmt::format("free_blocks {}\nreservable_blocks {}\nallocs {}\nfrees {}\nbusy_forces {}\n",
-                     alloc_->FreeTotal(), free_blocks_.load(), as.allocs, as.frees, as.busy_forces);
+  out += fmt::format("free_blocks {}\nreserved_blocks {}\nallocs {}\nfrees {}\nbusy_forces {}\n",
+                     alloc_->FreeTotal(), reserved_blocks_.load(), as.allocs, as.frees, as.busy_forces);
   const BufCacheStats bs = cache_->Stats();
   out += fmt::format("buffers {}\nbuffer_hits {}\nbuffer_misses {}\ninodes_cached {}\n", bs.buffers, bs.hits,
                      bs.misses, icache_->size());

@@ -178,7 +178,7 @@ class Filesystem {
   std::unique_ptr<InodeCache> icache_;
   std::unique_ptr<DirIndex> dirs_;
   std::unique_ptr<FileMap> maps_;
-  std::atomic<std::int64_t> free_blocks_{0};  // free in the AG headers minus reservations
+  std::atomic<std::int64_t> reserved_blocks_{0};  // blocks running operations may still allocate
   mutable Mutex unlinked_mu_;
   // ino -> the inode before it on its AG's unlinked list (absent: the head).
   std::unordered_map<std::uint64_t, std::uint64_t> unlinked_prev_ GUARDED_BY(unlinked_mu_);

@@ -245,8 +245,10 @@ class Checker {
       return;
     }
     const BtreeRoot root = GetForkRoot(inode.literal, kXattrForkOffset);
-    WalkTree(ino, "xattr", root.block, root.levels, [&](std::uint64_t, std::string_view v) {
-      if (v.empty() || v.size() < 1 + static_cast<std::uint8_t>(v[0]) || v[0] == 0)
+    // Each value's first record (chunk 0) starts namelen, name, total length.
+    WalkTree(ino, "xattr", root.block, root.levels, [&](std::uint64_t key, std::string_view v) {
+      if ((key & 0xff) != 0) return;
+      if (v.size() < 5 || v[0] == 0 || v.size() < 5 + static_cast<std::size_t>(static_cast<std::uint8_t>(v[0])))
         Problem(fmt::format("inode {}: xattr record of {} bytes", ino, v.size()));
     });
   }

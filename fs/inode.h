@@ -69,6 +69,11 @@ class InodeCache {
   // reaches zero (the caller decides: evict, or free an unlinked inode).
   void AddLookup(const InodeRef& ip, std::uint64_t n = 1);
   InodeRef Forget(std::uint64_t ino, std::uint64_t n);
+  // No lookup count from the kernel (an in-process caller's inode).
+  bool Unused(const InodeRef& ip) const {
+    MutexLock l(&mu_);
+    return ip->lookups == 0 && !ip->pinned;
+  }
   // Drops an inode nobody uses any more (lookups 0, no other reference).
   void Evict(std::uint64_t ino);
   std::size_t size() const;

@@ -71,7 +71,12 @@ ReservationTable::ReservationTable(const ReservationGeometry& geo) {
   set(TransType::kWrite, c.Inodes(1) + 2 * c.ExtentChange() + c.Alloc(), 2, true);
   set(TransType::kTruncate, c.Inodes(1) + c.ExtentChange() + 2 * c.Alloc(), 2, true);
   set(TransType::kSetattr, c.Inodes(1), 1, false);
-  set(TransType::kXattr, c.Inodes(1) + c.ExtentChange() + c.Alloc(), 2, true);
+  // An xattr value (up to MaxXattrValue: 16 blocks, at most 64 KiB) goes in
+  // whole, in one step: its records fill leaves left half full by splits
+  // (twice the value's bytes), plus the path above them and the allocations.
+  const std::int32_t xattr_leaves =
+      2 * static_cast<std::int32_t>(MaxXattrValue(geo.block_size)) / std::max(256, geo.block_size - 128) + 1;
+  set(TransType::kXattr, c.Inodes(1) + c.Bufs(xattr_leaves + 2 * geo.dir_levels + 1) + 2 * c.Alloc(), 2, true);
 
   for (int i = 0; i < kTransTypeCount; ++i) {
     const std::int64_t total = std::int64_t{resv_[i].unit_bytes} * resv_[i].log_count;

@@ -35,6 +35,13 @@ inline constexpr int kTransTypeCount = static_cast<int>(TransType::kCount);
 
 std::string_view TransTypeName(TransType type);
 
+// The largest extended attribute value a filesystem of this block size
+// stores: 16 blocks, at most XATTR_SIZE_MAX (64 KiB).  The xattr
+// reservation is sized for it.
+constexpr std::uint32_t MaxXattrValue(std::int32_t block_size) {
+  return static_cast<std::uint32_t>(16 * block_size < 65536 ? 16 * block_size : 65536);
+}
+
 // The shape of the filesystem that bounds how many blocks a change touches.
 struct ReservationGeometry {
   std::int32_t block_size = 4096;

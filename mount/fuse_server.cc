@@ -5,7 +5,9 @@
 #include <poll.h>
 #include <sys/xattr.h>
 
+#include <chrono>
 #include <cstring>
+#include <type_traits>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "journal/wake_mode.h"
+#include "mount/fuse_events.h"
 #include "tracing/tracer.h"
 
 namespace walfs::mount {
@@ -49,6 +52,11 @@ void LogSerious(const Status& s) {
   }
 }
 
+void FailErrno(fuse_req_t req, int err) {
+  SetRepliedErrno(err);
+  fuse_reply_err(req, err);
+}
+
 void ReplyErr(fuse_req_t req, const Status& s);
 void ReplyStatus(fuse_req_t req, const Status& s) {
   if (s.ok()) return (void)fuse_reply_err(req, 0);
@@ -57,7 +65,7 @@ void ReplyStatus(fuse_req_t req, const Status& s) {
 
 void ReplyErr(fuse_req_t req, const Status& s) {
   LogSerious(s);
-  fuse_reply_err(req, ErrnoOf(s));
+  FailErrno(req, ErrnoOf(s));
 }
 
 bool IsReservedName(fuse_ino_t parent, const char* name) {
@@ -181,33 +189,33 @@ void Readlink(fuse_req_t req, fuse_ino_t ino) {
 
 void Mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
   FuseServer* s = Server(req);
-  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)fuse_reply_err(req, EPERM);
+  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)FailErrno(req, EPERM);
   ReplyEntry(req, s->fs()->Mknod(CallerOf(req), s->ToFs(parent), name, mode, static_cast<std::uint32_t>(rdev)));
 }
 
 void Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
   FuseServer* s = Server(req);
-  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)fuse_reply_err(req, EPERM);
+  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)FailErrno(req, EPERM);
   ReplyEntry(req, s->fs()->Mkdir(CallerOf(req), s->ToFs(parent), name, mode));
 }
 
 void Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
   FuseServer* s = Server(req);
-  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)fuse_reply_err(req, EPERM);
+  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)FailErrno(req, EPERM);
   Status st = s->fs()->Unlink(s->ToFs(parent), name);
   ReplyStatus(req, st);
 }
 
 void Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
   FuseServer* s = Server(req);
-  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)fuse_reply_err(req, EPERM);
+  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)FailErrno(req, EPERM);
   Status st = s->fs()->Rmdir(s->ToFs(parent), name);
   ReplyStatus(req, st);
 }
 
 void Symlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
   FuseServer* s = Server(req);
-  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)fuse_reply_err(req, EPERM);
+  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)FailErrno(req, EPERM);
   ReplyEntry(req, s->fs()->Symlink(CallerOf(req), s->ToFs(parent), name, link));
 }
 
@@ -216,7 +224,7 @@ void Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newp
   FuseServer* s = Server(req);
   if (IsReservedName(parent, name) || IsReservedName(newparent, newname) || ControlDir::IsControlIno(parent) ||
       ControlDir::IsControlIno(newparent))
-    return (void)fuse_reply_err(req, EPERM);
+    return (void)FailErrno(req, EPERM);
   Status st = s->fs()->Rename(s->ToFs(parent), name, s->ToFs(newparent), newname, flags);
   ReplyStatus(req, st);
 }
@@ -224,7 +232,7 @@ void Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newp
 void Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newname) {
   FuseServer* s = Server(req);
   if (IsReservedName(newparent, newname) || ControlDir::IsControlIno(newparent) || ControlDir::IsControlIno(ino))
-    return (void)fuse_reply_err(req, EPERM);
+    return (void)FailErrno(req, EPERM);
   ReplyEntry(req, s->fs()->Link(s->ToFs(ino), s->ToFs(newparent), newname));
 }
 
@@ -240,10 +248,10 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     fi->nonseekable = o->nonseekable;
     return (void)fuse_reply_open(req, fi);
   }
-  if ((fi->flags & O_ACCMODE) != O_RDONLY && s->fs()->read_only()) return (void)fuse_reply_err(req, EROFS);
+  if ((fi->flags & O_ACCMODE) != O_RDONLY && s->fs()->read_only()) return (void)FailErrno(req, EROFS);
   Result<struct stat> st = s->fs()->GetAttr(s->ToFs(ino));
   if (!st.ok()) return ReplyErr(req, st.status());
-  if (S_ISDIR(st->st_mode)) return (void)fuse_reply_err(req, EISDIR);
+  if (S_ISDIR(st->st_mode)) return (void)FailErrno(req, EISDIR);
   // With FUSE_CAP_ATOMIC_O_TRUNC (libfuse's default) the kernel leaves
   // O_TRUNC to open.
   if ((fi->flags & O_TRUNC) && S_ISREG(st->st_mode) && st->st_size != 0) {
@@ -257,7 +265,7 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
   FuseServer* s = Server(req);
-  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)fuse_reply_err(req, EPERM);
+  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)FailErrno(req, EPERM);
   Result<struct stat> r = s->fs()->Mknod(CallerOf(req), s->ToFs(parent), name, S_IFREG | (mode & 07777), 0);
   if (!r.ok()) return ReplyErr(req, r.status());
   fuse_entry_param e = Entry(s, *r);
@@ -305,16 +313,16 @@ void Fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info*) {
 
 void Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length, fuse_file_info*) {
   FuseServer* s = Server(req);
-  if (ControlDir::IsControlIno(ino)) return (void)fuse_reply_err(req, EOPNOTSUPP);
-  if (offset < 0 || length <= 0) return (void)fuse_reply_err(req, EINVAL);
+  if (ControlDir::IsControlIno(ino)) return (void)FailErrno(req, EOPNOTSUPP);
+  if (offset < 0 || length <= 0) return (void)FailErrno(req, EINVAL);
   Status st = s->fs()->Fallocate(s->ToFs(ino), mode, static_cast<std::uint64_t>(offset), static_cast<std::uint64_t>(length));
   ReplyStatus(req, st);
 }
 
 void Lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info*) {
   FuseServer* s = Server(req);
-  if (ControlDir::IsControlIno(ino)) return (void)fuse_reply_err(req, ESPIPE);
-  if (off < 0) return (void)fuse_reply_err(req, EINVAL);
+  if (ControlDir::IsControlIno(ino)) return (void)FailErrno(req, ESPIPE);
+  if (off < 0) return (void)FailErrno(req, EINVAL);
   Result<std::uint64_t> r = s->fs()->Lseek(s->ToFs(ino), static_cast<std::uint64_t>(off), whence);
   if (!r.ok()) return ReplyErr(req, r.status());
   fuse_reply_lseek(req, static_cast<off_t>(*r));
@@ -323,8 +331,8 @@ void Lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info
 void CopyFileRange(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_file_info*, fuse_ino_t ino_out,
                    off_t off_out, fuse_file_info*, size_t len, int flags) {
   FuseServer* s = Server(req);
-  if (flags != 0) return (void)fuse_reply_err(req, EINVAL);
-  if (ControlDir::IsControlIno(ino_in) || ControlDir::IsControlIno(ino_out)) return (void)fuse_reply_err(req, EXDEV);
+  if (flags != 0) return (void)FailErrno(req, EINVAL);
+  if (ControlDir::IsControlIno(ino_in) || ControlDir::IsControlIno(ino_out)) return (void)FailErrno(req, EXDEV);
   std::vector<char> buf(std::min<size_t>(len, 1 << 20));
   size_t done = 0;
   while (done < len) {
@@ -358,7 +366,7 @@ void OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (ControlDir::IsControlIno(ino)) return (void)fuse_reply_open(req, fi);
   Result<struct stat> st = s->fs()->GetAttr(s->ToFs(ino));
   if (!st.ok()) return ReplyErr(req, st.status());
-  if (!S_ISDIR(st->st_mode)) return (void)fuse_reply_err(req, ENOTDIR);
+  if (!S_ISDIR(st->st_mode)) return (void)FailErrno(req, ENOTDIR);
   fuse_reply_open(req, fi);
 }
 
@@ -441,18 +449,18 @@ void Access(fuse_req_t req, fuse_ino_t, int) { fuse_reply_err(req, 0); }  // def
 
 void SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size, int flags) {
   FuseServer* s = Server(req);
-  if (ControlDir::IsControlIno(ino)) return (void)fuse_reply_err(req, ENOTSUP);
+  if (ControlDir::IsControlIno(ino)) return (void)FailErrno(req, ENOTSUP);
   Status st = s->fs()->SetXattr(s->ToFs(ino), name, std::string_view(value, size), flags);
   ReplyStatus(req, st);
 }
 
 void GetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   FuseServer* s = Server(req);
-  if (ControlDir::IsControlIno(ino)) return (void)fuse_reply_err(req, ENODATA);
+  if (ControlDir::IsControlIno(ino)) return (void)FailErrno(req, ENODATA);
   Result<std::string> v = s->fs()->GetXattr(s->ToFs(ino), name);
   if (!v.ok()) return ReplyErr(req, v.status());
   if (size == 0) return (void)fuse_reply_xattr(req, v->size());
-  if (v->size() > size) return (void)fuse_reply_err(req, ERANGE);
+  if (v->size() > size) return (void)FailErrno(req, ERANGE);
   fuse_reply_buf(req, v->data(), v->size());
 }
 
@@ -468,13 +476,13 @@ void ListXattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
     }
   }
   if (size == 0) return (void)fuse_reply_xattr(req, out.size());
-  if (out.size() > size) return (void)fuse_reply_err(req, ERANGE);
+  if (out.size() > size) return (void)FailErrno(req, ERANGE);
   fuse_reply_buf(req, out.data(), out.size());
 }
 
 void RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
   FuseServer* s = Server(req);
-  if (ControlDir::IsControlIno(ino)) return (void)fuse_reply_err(req, ENODATA);
+  if (ControlDir::IsControlIno(ino)) return (void)FailErrno(req, ENODATA);
   Status st = s->fs()->RemoveXattr(s->ToFs(ino), name);
   ReplyStatus(req, st);
 }
@@ -489,45 +497,63 @@ void Init(void* userdata, fuse_conn_info* conn) {
 
 void Destroy(void* userdata) { static_cast<FuseServer*>(userdata)->control().InterruptReaders(); }
 
+// Wraps a handler with its enter/exit trace events (one branch each when
+// the events are off).
+template <const FuseOpEvents* Ev, auto Handler>
+struct Traced {
+  template <typename First, typename... Rest>
+  static void Call(fuse_req_t req, First first, Rest... rest) {
+    std::uint64_t ino = 0;
+    if constexpr (std::is_integral_v<First>) ino = static_cast<std::uint64_t>(first);
+    if (!Ev->enter.active() && !Ev->exit.active()) return Handler(req, first, rest...);
+    const auto start = std::chrono::steady_clock::now();
+    TakeRepliedErrno();
+    WALFS_TRACE(Ev->enter, ino);
+    Handler(req, first, rest...);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+    WALFS_TRACE(Ev->exit, ino, TakeRepliedErrno(), ns);
+  }
+};
+
 fuse_lowlevel_ops MakeOps() {
   fuse_lowlevel_ops ops{};
   ops.init = Init;
   ops.destroy = Destroy;
-  ops.lookup = Lookup;
-  ops.forget = Forget;
-  ops.forget_multi = ForgetMulti;
-  ops.getattr = GetAttr;
-  ops.setattr = SetAttr;
-  ops.readlink = Readlink;
-  ops.mknod = Mknod;
-  ops.mkdir = Mkdir;
-  ops.unlink = Unlink;
-  ops.rmdir = Rmdir;
-  ops.symlink = Symlink;
-  ops.rename = Rename;
-  ops.link = Link;
-  ops.open = Open;
-  ops.create = Create;
-  ops.read = Read;
-  ops.write = Write;
-  ops.flush = Flush;
-  ops.release = Release;
-  ops.fsync = Fsync;
-  ops.opendir = OpenDir;
-  ops.readdir = ReadDir;
-  ops.readdirplus = ReadDirPlus;
-  ops.releasedir = ReleaseDir;
-  ops.fsyncdir = FsyncDir;
-  ops.statfs = StatFs;
-  ops.access = Access;
-  ops.setxattr = SetXattr;
-  ops.getxattr = GetXattr;
-  ops.listxattr = ListXattr;
-  ops.removexattr = RemoveXattr;
-  ops.fallocate = Fallocate;
-  ops.lseek = Lseek;
-  ops.copy_file_range = CopyFileRange;
-  ops.poll = Poll;
+  ops.lookup = Traced<&kFuseOp_lookup, Lookup>::Call;
+  ops.forget = Traced<&kFuseOp_forget, Forget>::Call;
+  ops.forget_multi = Traced<&kFuseOp_forget_multi, ForgetMulti>::Call;
+  ops.getattr = Traced<&kFuseOp_getattr, GetAttr>::Call;
+  ops.setattr = Traced<&kFuseOp_setattr, SetAttr>::Call;
+  ops.readlink = Traced<&kFuseOp_readlink, Readlink>::Call;
+  ops.mknod = Traced<&kFuseOp_mknod, Mknod>::Call;
+  ops.mkdir = Traced<&kFuseOp_mkdir, Mkdir>::Call;
+  ops.unlink = Traced<&kFuseOp_unlink, Unlink>::Call;
+  ops.rmdir = Traced<&kFuseOp_rmdir, Rmdir>::Call;
+  ops.symlink = Traced<&kFuseOp_symlink, Symlink>::Call;
+  ops.rename = Traced<&kFuseOp_rename, Rename>::Call;
+  ops.link = Traced<&kFuseOp_link, Link>::Call;
+  ops.open = Traced<&kFuseOp_open, Open>::Call;
+  ops.create = Traced<&kFuseOp_create, Create>::Call;
+  ops.read = Traced<&kFuseOp_read, Read>::Call;
+  ops.write = Traced<&kFuseOp_write, Write>::Call;
+  ops.flush = Traced<&kFuseOp_flush, Flush>::Call;
+  ops.release = Traced<&kFuseOp_release, Release>::Call;
+  ops.fsync = Traced<&kFuseOp_fsync, Fsync>::Call;
+  ops.opendir = Traced<&kFuseOp_opendir, OpenDir>::Call;
+  ops.readdir = Traced<&kFuseOp_readdir, ReadDir>::Call;
+  ops.readdirplus = Traced<&kFuseOp_readdirplus, ReadDirPlus>::Call;
+  ops.releasedir = Traced<&kFuseOp_releasedir, ReleaseDir>::Call;
+  ops.fsyncdir = Traced<&kFuseOp_fsyncdir, FsyncDir>::Call;
+  ops.statfs = Traced<&kFuseOp_statfs, StatFs>::Call;
+  ops.access = Traced<&kFuseOp_access, Access>::Call;
+  ops.setxattr = Traced<&kFuseOp_setxattr, SetXattr>::Call;
+  ops.getxattr = Traced<&kFuseOp_getxattr, GetXattr>::Call;
+  ops.listxattr = Traced<&kFuseOp_listxattr, ListXattr>::Call;
+  ops.removexattr = Traced<&kFuseOp_removexattr, RemoveXattr>::Call;
+  ops.fallocate = Traced<&kFuseOp_fallocate, Fallocate>::Call;
+  ops.lseek = Traced<&kFuseOp_lseek, Lseek>::Call;
+  ops.copy_file_range = Traced<&kFuseOp_copy_file_range, CopyFileRange>::Call;
+  ops.poll = Traced<&kFuseOp_poll, Poll>::Call;
   return ops;
 }
 
