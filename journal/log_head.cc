@@ -1,6 +1,7 @@
 #include "journal/log_head.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -111,36 +112,68 @@ Result<LogPosition> FindLogPosition(const LogRegion& region, std::uint32_t max_i
     pos.empty = true;
     return pos;
   }
-  // The current pass wrote [0, h) with first_cycle; [h, n) still holds the
-  // previous pass (first_cycle - 1) or was never written (0).
+  // Positions are absolute from here on, cycle * n + sector, so that the
+  // window and the walk back run across the physical end of the log.
+  const auto abs = [n](Lsn l) { return std::uint64_t{CycleOf(l)} * n + SectorOf(l); };
+
+  // 1. The cycle boundary.  The current pass wrote [0, h) with first_cycle;
+  // [h, n) still holds the previous pass (first_cycle - 1), or was never
+  // written (0) in the first pass.
   WALFS_ASSIGN_OR_RETURN(const std::uint32_t last_cycle, region.CycleAt(n - 1));
   std::uint32_t h = n;
   if (last_cycle != first_cycle) {
-    if (last_cycle != first_cycle - 1 && last_cycle != 0)
-      return Status::Corruption(fmt::format("log cycles {} at its start and {} at its end",
-                                            first_cycle, last_cycle));
     WALFS_ASSIGN_OR_RETURN(h, FirstOtherCycle(region, 0, n, first_cycle));
   }
-  // Out-of-order completion: the last in-flight window may hold sectors
-  // not yet written in this pass.  The head is the first of them.
-  const std::uint32_t window = std::min(max_inflight_sectors, h);
-  for (std::uint32_t s = h - window; s < h; ++s) {
-    WALFS_ASSIGN_OR_RETURN(std::uint32_t c, region.CycleAt(s));
-    if (c != first_cycle) {
-      pos.hole_sectors = h - s;
-      h = s;
-      break;
+  const std::uint64_t boundary = std::uint64_t{first_cycle} * n + h;
+
+  // 2. The in-flight window (xlog_find_verify_cycle).  Iclogs complete out of
+  // order, so the last max_inflight_sectors before the boundary may hold
+  // holes: sectors the pass that should have written them did not.  Every
+  // sector there must carry the cycle of its own pass, a / n; the first that
+  // does not is the head.  When the boundary is near the start of the log
+  // the window straddles its physical end, and its first part is the end of
+  // the previous pass, which must carry first_cycle - 1 (the two-part scan
+  // of xlog_find_head): a record split across the end whose first half did
+  // not land leaves such a hole, with its second half, in the current
+  // cycle, after it.  Cycle 0 was never written: the window stops there.
+  const std::uint64_t window_start = std::max<std::uint64_t>(
+      boundary - std::min<std::uint64_t>(boundary, max_inflight_sectors), n);
+  std::uint64_t head_abs = boundary;
+  if (window_start < boundary) {
+    const auto count = static_cast<std::uint32_t>(boundary - window_start);
+    WALFS_ASSIGN_OR_RETURN(
+        const std::string window,
+        region.ReadSectors(static_cast<std::uint32_t>(window_start % n), count));
+    for (std::uint32_t i = 0; i < count; ++i) {
+      const std::uint64_t a = window_start + i;
+      const std::string_view sector(window.data() + std::size_t{i} * kLogSectorSize,
+                                    kLogSectorSize);
+      if (SectorCycle(sector) != a / n) {
+        head_abs = a;
+        pos.hole_sectors = static_cast<std::uint32_t>(boundary - a);
+        break;
+      }
     }
   }
-  Lsn head = h == n ? MakeLsn(first_cycle + 1, 0) : MakeLsn(first_cycle, h);
+  // Outside the window the last sector carries the current pass or the one
+  // before it; anything else is not a crash the writer can leave behind.
+  // (Inside the window, a hole there was dealt with above.)
+  const std::uint64_t last_abs = std::uint64_t{first_cycle} * n - 1;
+  if (last_cycle != first_cycle && last_cycle != first_cycle - 1 && last_abs < window_start)
+    return Status::Corruption(fmt::format("log cycles {} at its start and {} at its end",
+                                          first_cycle, last_cycle));
+  const auto lsn_at = [n](std::uint64_t a) {
+    return MakeLsn(static_cast<std::uint32_t>(a / n), static_cast<std::uint32_t>(a % n));
+  };
+  Lsn head = lsn_at(head_abs);
 
-  // Walk back from the head to the last complete record.  The scan covers
-  // the largest record plus the in-flight window; records found broken in
-  // the window are dropped (the head moves to their start).
+  // 3. The last record (xlog_find_verify_log_record).  Walk back from the
+  // head to the last complete record; the scan covers the largest record
+  // plus the in-flight window.  Records found broken in the window are
+  // dropped (the head moves to their start).
   const std::uint64_t max_scan =
       std::min<std::uint64_t>(n, RecordBytes(kMaxRecordPayload) / kLogSectorSize +
                                      std::uint64_t{max_inflight_sectors});
-  const auto abs = [n](Lsn l) { return std::uint64_t{CycleOf(l)} * n + SectorOf(l); };
   const std::uint64_t scan_floor = abs(head) > max_scan ? abs(head) - max_scan : n;
   // Only records that start inside the in-flight window can be incomplete:
   // an iclog is reused only after its write completed, so every record that
@@ -167,6 +200,19 @@ Result<LogPosition> FindLogPosition(const LogRegion& region, std::uint32_t max_i
       ++pos.trimmed_records;
       head = rec.lsn;
       continue;
+    }
+    // The last record must end at the head.  Sectors between carry the
+    // right cycle but no record header: a record whose header sector did
+    // not land (or was damaged).  In the window that is the end of the log;
+    // further back it is corruption, as for a bad record.
+    const std::uint64_t end = a + rec.sectors;
+    if (end < abs(head)) {
+      if (end < window_floor)
+        return Status::Corruption(fmt::format(
+            "log sectors {} to {} before the head are not a record", LsnString(lsn_at(end)),
+            LsnString(head)));
+      pos.hole_sectors += static_cast<std::uint32_t>(abs(head) - end);
+      head = lsn_at(end);
     }
     pos.head = head;
     pos.last_record = rec.lsn;

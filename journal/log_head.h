@@ -4,11 +4,12 @@
 //
 // Records are written by several in-core log buffers at once and may
 // complete out of order, so the sectors just before the head can hold holes
-// (sectors still from the previous pass) and records that were cut short.
-// Within the last `max_inflight_sectors` before the head, a hole moves the
-// head back to it, and a record that is torn, truncated or fails its CRC is
-// the end of the log, not corruption.  Further back, a bad record is
-// corruption.
+// (sectors still from an older pass) and records that were cut short.
+// Within the last `max_inflight_sectors` before the head -- a window that
+// runs back across the physical end of the log when the head is near its
+// start -- a hole moves the head back to it, and a record that is torn,
+// truncated, fails its CRC or lost its header is the end of the log, not
+// corruption.  Further back, a bad record is corruption.
 #pragma once
 
 #include <cstdint>

@@ -221,3 +221,120 @@ TEST(LogHeadTail, DamageBeyondTheWindowIsStillCorruption) {
 
 }  // namespace
 }  // namespace walfs::journal
+
+namespace walfs::journal {
+namespace {
+
+// Crash shapes around the physical end of the log.  The writer issues a
+// record split across the end as two writes, and records are in flight in
+// several iclogs at once, so the in-flight window before the head can
+// straddle the end: its first part is the end of the previous pass.  Each
+// shape is built in the first pass (the end never written before: cycle 0)
+// and in the second (the end still carrying cycle 1 under cycle 2).
+constexpr std::uint32_t kWrapLogSectors = 64;
+constexpr std::uint32_t kWrapWindow = 16;
+
+// 3-sector records, and a 6-sector one that is split across the end.
+std::string Small(std::uint32_t tid) { return testing::OneOp(tid, 900); }
+std::string Split(std::uint32_t tid) { return testing::OneOp(tid, 2500); }
+
+// Appends small records, the tail three records back, until the next
+// Split() record would cross the end of the log in pass `pass`.
+std::vector<Lsn> FillToTheEnd(testing::TestLog* log, std::uint32_t pass) {
+  const auto split_sectors =
+      static_cast<std::uint32_t>(log->Encode(Split(0)).size() / kLogSectorSize);
+  std::vector<Lsn> written;
+  for (std::uint32_t tid = 1;; ++tid) {
+    const Lsn h = log->head();
+    if (CycleOf(h) == pass && SectorOf(h) + split_sectors > kWrapLogSectors) break;
+    written.push_back(log->Append(Small(tid)));
+    if (written.size() > 3) log->set_tail(written[written.size() - 3]);
+  }
+  EXPECT_GT(SectorOf(log->head()) + split_sectors, kWrapLogSectors);
+  return written;
+}
+
+// The head is `head`, the last record `last`, and the tail reads up to the
+// head without error.
+void ExpectLogEndsAt(const testing::TestLog& log, Lsn head, Lsn last, std::uint32_t pass) {
+  Result<LogPosition> p = FindLogPosition(log.region(), kWrapWindow);
+  ASSERT_TRUE(p.ok()) << "pass " << pass << ": " << p.status().ToString();
+  EXPECT_EQ(p->head, head) << "pass " << pass << ": " << LogPositionString(*p);
+  EXPECT_EQ(p->last_record, last) << "pass " << pass;
+  Status s;
+  std::vector<Lsn> got = ReadAll(log.region(), p->tail, p->head, &s);
+  ASSERT_TRUE(s.ok()) << "pass " << pass << ": " << s.ToString();
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got.back(), last) << "pass " << pass;
+}
+
+// The second half (sectors 0.. in the next cycle) landed, the first half
+// did not: the cycle drop is just past the second half, and the hole is at
+// the end of the log, in the previous pass.  This is the crash that failed
+// recovery ("log record at 1:1031: not a record") before the window was
+// scanned across the end.
+TEST(LogHeadWrap, ARecordSplitAcrossTheEndWithoutItsFirstHalfEndsTheLogBeforeIt) {
+  for (std::uint32_t pass : {1u, 2u}) {
+    testing::TestLog log(kWrapLogSectors);
+    const std::vector<Lsn> written = FillToTheEnd(&log, pass);
+    const Lsn split = log.AppendWithout(Split(90), kWrapLogSectors - SectorOf(log.head()));
+    log.Append(Small(91));  // a later iclog landed too
+    ExpectLogEndsAt(log, split, written.back(), pass);
+    Result<LogPosition> p = FindLogPosition(log.region(), kWrapWindow);
+    ASSERT_TRUE(p.ok());
+    EXPECT_GT(p->hole_sectors, 0u);
+  }
+}
+
+// The first half landed, the second did not: the record is torn, and the
+// log ends at its start.
+TEST(LogHeadWrap, ARecordSplitAcrossTheEndWithoutItsSecondHalfIsTorn) {
+  for (std::uint32_t pass : {1u, 2u}) {
+    testing::TestLog log(kWrapLogSectors);
+    const std::vector<Lsn> written = FillToTheEnd(&log, pass);
+    const Lsn split = log.Append(Split(90), 0, kWrapLogSectors - SectorOf(log.head()));
+    log.Append(Small(91));  // a later iclog landed too
+    ExpectLogEndsAt(log, split, written.back(), pass);
+    Result<LogPosition> p = FindLogPosition(log.region(), kWrapWindow);
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->trimmed_records, 1u);
+  }
+}
+
+// A record just before the end never landed; the one split across the end
+// and one after it did.  The window, scanned across the end, finds the hole.
+TEST(LogHeadWrap, AHoleBeforeTheEndWithWholeRecordsAfterTheWrapMovesTheHeadBackToIt) {
+  for (std::uint32_t pass : {1u, 2u}) {
+    testing::TestLog log(kWrapLogSectors);
+    const std::vector<Lsn> written = FillToTheEnd(&log, pass);
+    const Lsn hole = log.Append(Small(90), 0, /*keep_sectors=*/0);
+    const Lsn split = log.Append(Split(91));
+    ASSERT_NE(CycleOf(split), CycleOf(log.head()));  // it does cross the end
+    log.Append(Small(92));
+    ExpectLogEndsAt(log, hole, written.back(), pass);
+  }
+}
+
+// A record whose header sector is gone but whose other sectors carry the
+// right cycle (the first word of a payload sector is its cycle): in the
+// window the log ends before it; further back it is corruption.
+TEST(LogHead, ALastRecordWithoutItsHeaderEndsTheLogOnlyInTheWindow) {
+  testing::TestLog log(256);
+  log.Append(testing::OneOp(1, 600));
+  const Lsn good = log.Append(testing::OneOp(2, 600));
+  const Lsn headless = log.Append(testing::OneOp(3, 1500));
+  std::string sector(kLogSectorSize, '\0');
+  sector[0] = 1;  // cycle 1, as a payload sector carries it
+  ASSERT_TRUE(log.region().WriteSectors(SectorOf(headless), sector).ok());
+  Result<LogPosition> p = FindLogPosition(log.region());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->head, headless);
+  EXPECT_EQ(p->last_record, good);
+  EXPECT_GT(p->hole_sectors, 0u);
+  // A window of 2 sectors: the headless record started before it.
+  Result<LogPosition> narrow = FindLogPosition(log.region(), 2);
+  EXPECT_TRUE(narrow.status().IsCorruption()) << narrow.status().ToString();
+}
+
+}  // namespace
+}  // namespace walfs::journal

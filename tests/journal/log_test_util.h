@@ -61,6 +61,23 @@ class TestLog {
     return at;
   }
 
+  // Writes the next record without its first `skip_sectors` sectors and
+  // advances the head past the whole record: the write of its first part
+  // never landed (the first half of a record split across the end of the
+  // log, which the writer issues as two writes).
+  Lsn AppendWithout(const std::string& payload, std::uint32_t skip_sectors) {
+    std::string bytes = Encode(payload);
+    const auto k = static_cast<std::uint32_t>(bytes.size() / kLogSectorSize);
+    EXPECT_LT(skip_sectors, k);
+    bytes.erase(0, std::size_t{skip_sectors} * kLogSectorSize);
+    EXPECT_TRUE(
+        region_.WriteSectors((SectorOf(head_) + skip_sectors) % region_.sectors, bytes).ok());
+    const Lsn at = head_;
+    prev_ = head_;
+    head_ = AdvanceLsn(head_, k, region_.sectors);
+    return at;
+  }
+
   // Writes a clean-unmount record: the log tail is the record itself (the
   // AIL is empty at unmount).
   Lsn AppendUnmount(std::uint32_t tid = 0xFFFF) {
