@@ -176,6 +176,7 @@ Status Filesystem::Start() {
   lo.log_sectors = sb_.log_sectors();
   lo.geometry = ReservationGeometryFor(sb_.block_size);
   lo.seal = format::SealMetadataBlock;
+  lo.stamp_valid = format::BlockStampValid;
   lo.wake_mode = options_.wake_mode;
   lo.iclog_count = options_.logbufs;
   lo.iclog_bytes = options_.logbsize;
@@ -189,7 +190,7 @@ Status Filesystem::Start() {
   cache_ = std::make_unique<BufCache>(BufCache::Options{device_, log_.get(), &sb_, options_.buffer_cache});
   alloc_ = std::make_unique<Allocator>(cache_.get(), log_.get(), &sb_);
   ialloc_ = std::make_unique<InodeAllocator>(cache_.get(), alloc_.get(), &sb_);
-  icache_ = std::make_unique<InodeCache>(ialloc_.get());
+  icache_ = std::make_unique<InodeCache>(ialloc_.get(), [log = log_.get()] { return log->cil().current_seq(); });
   dirs_ = std::make_unique<DirIndex>(cache_.get(), alloc_.get(), &sb_);
   maps_ = std::make_unique<FileMap>(cache_.get(), alloc_.get(), &sb_);
   WALFS_RETURN_IF_ERROR(alloc_->LoadFreeTotal());

@@ -117,6 +117,7 @@ class Checker {
     ro.max_inflight_sectors = journal::RecoveryWindowSectors(r_->sb.log_sectors());
     ro.dry_run = !o_.replay;
     ro.seal = SealMetadataBlock;
+    ro.stamp_valid = BlockStampValid;
     auto rr = journal::RecoverLog(ro);
     if (!rr.ok()) {
       Problem(fmt::format("log: {}", rr.status().message()));

@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <shared_mutex>
 #include <unordered_map>
@@ -58,7 +59,14 @@ using InodeRef = std::shared_ptr<Inode>;
 
 class InodeCache {
  public:
-  explicit InodeCache(InodeAllocator* ialloc) : ialloc_(ialloc) {}
+  // current_seq: the log's current checkpoint sequence.  An inode read
+  // back from its chunk block may have been changed and evicted before that
+  // change was durable, so it starts with last_seq = current_seq() and
+  // data_dirty set: its first fsync forces everything (XFS keeps such
+  // inodes in memory until written back; walfs forgets them and pays one
+  // wider force instead).
+  InodeCache(InodeAllocator* ialloc, std::function<std::uint64_t()> current_seq)
+      : ialloc_(ialloc), current_seq_(std::move(current_seq)) {}
 
   // The in-core inode, read from its chunk block on a miss.  NotFound for a
   // free inode (a stale handle), Corruption for one that fails its checks.
@@ -82,6 +90,7 @@ class InodeCache {
 
  private:
   InodeAllocator* const ialloc_;
+  const std::function<std::uint64_t()> current_seq_;
   mutable Mutex mu_;
   std::unordered_map<std::uint64_t, InodeRef> map_ GUARDED_BY(mu_);
   // Serialises misses so one inode is never loaded twice.

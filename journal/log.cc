@@ -32,6 +32,7 @@ Result<std::unique_ptr<Log>> Log::Open(const LogOptions& options) {
   ro.max_inflight_sectors = log->max_inflight_sectors_;
   ro.dry_run = !options.recover;
   ro.seal = options.seal;
+  ro.stamp_valid = options.stamp_valid;
   WALFS_ASSIGN_OR_RETURN(log->recovery_, RecoverLog(ro));
   const LogPosition& p = log->recovery_.position;
   if (!options.recover && !p.clean && !p.empty && log->recovery_.transactions > 0)

@@ -56,6 +56,10 @@ struct LogOptions {
   // Recomputes the checksums of a replayed block by its type (see
   // RecoverOptions::seal).  The filesystem passes fs::SealMetadataBlock.
   std::function<void(std::uint8_t type, std::span<std::byte> block)> seal{};
+  // Whether a block's LSN stamp can be trusted (RecoverOptions::stamp_valid).
+  // The filesystem passes fs::format::BlockStampValid.
+  std::function<bool(std::uint8_t type, std::uint64_t blkno, std::span<const std::byte> block)>
+      stamp_valid{};
   // false: refuse to open a log that needs recovery (FailedPrecondition-like
   // InvalidArgument naming the reason) instead of replaying it.
   bool recover = true;

@@ -102,8 +102,8 @@ Status Pass1(const std::vector<CommittedTransaction>& txs, const BlockDevice& me
 }
 
 // Pass 2: replay into the block cache, in commit order.
-Status Pass2(const std::vector<CommittedTransaction>& txs, BlockDevice* metadata, Replay* rp,
-             RecoverReport* r) {
+Status Pass2(const std::vector<CommittedTransaction>& txs, BlockDevice* metadata,
+             const RecoverOptions& o, Replay* rp, RecoverReport* r) {
   for (const BufferVersion& v : rp->versions) {
     const BufLogFormat& f = v.f;
     if (f.cancelled()) continue;
@@ -123,7 +123,9 @@ Status Pass2(const std::vector<CommittedTransaction>& txs, BlockDevice* metadata
       }
       // Decided on the stamp the block had on disk, not on one this replay
       // wrote: two transactions may start in the same record.
-      if (f.lsn_offset != kBufNoLsn && BufStampedLsn(b.original, f.lsn_offset) >= start) {
+      const bool stamped = f.lsn_offset != kBufNoLsn &&
+                           (!o.stamp_valid || o.stamp_valid(f.type, f.blkno, b.original));
+      if (stamped && BufStampedLsn(b.original, f.lsn_offset) >= start) {
         action = ReplayAction::kSkippedNewer;
         ++r->buffers_skipped_newer;
       } else {
@@ -174,7 +176,7 @@ Result<RecoverReport> RecoverLog(const RecoverOptions& o) {
   Replay rp;
   WALFS_RETURN_IF_ERROR(Pass1(tx.committed(), *metadata, &rp, &r));
   WALFS_TRACE(kTraceRecoverPass, 1, r.records, r.transactions, rp.versions.size());
-  WALFS_RETURN_IF_ERROR(Pass2(tx.committed(), metadata, &rp, &r));
+  WALFS_RETURN_IF_ERROR(Pass2(tx.committed(), metadata, o, &rp, &r));
   WALFS_TRACE(kTraceRecoverPass, 2, r.records, r.transactions, r.blocks_written);
 
   // Everything is decided; only now does the device change.  Each block is

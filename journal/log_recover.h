@@ -50,6 +50,14 @@ struct RecoverOptions {
   // the last version applied (BufLogFormat::type): recomputes the block's
   // checksums, which the logged chunks do not keep current.  Optional.
   std::function<void(std::uint8_t type, std::span<std::byte> block)> seal{};
+  // Whether the block on disk is a block of this type at this address, so
+  // that its LSN stamp means something (XFS's xlog_recover_get_buf_lsn
+  // looks at the magic first).  A block that is not -- file data, or a
+  // block never written as metadata since it was allocated -- is replayed
+  // whatever its bytes at lsn_offset say.  Optional: without it every
+  // stamp is trusted.
+  std::function<bool(std::uint8_t type, std::uint64_t blkno, std::span<const std::byte> block)>
+      stamp_valid{};
 };
 
 struct RecoverReport {

@@ -505,7 +505,10 @@ struct Traced {
   static void Call(fuse_req_t req, First first, Rest... rest) {
     std::uint64_t ino = 0;
     if constexpr (std::is_integral_v<First>) ino = static_cast<std::uint64_t>(first);
-    if (!Ev->enter.active() && !Ev->exit.active()) return Handler(req, first, rest...);
+    // Requests on /.walfs files are not traced: a trace_pipe reader would
+    // otherwise wake itself with the events of its own reads.
+    if ((!Ev->enter.active() && !Ev->exit.active()) || ControlDir::IsControlIno(ino))
+      return Handler(req, first, rest...);
     const auto start = std::chrono::steady_clock::now();
     TakeRepliedErrno();
     WALFS_TRACE(Ev->enter, ino);

@@ -1,6 +1,9 @@
 #include "fs/format/block_types.h"
 
+#include "base/coding.h"
+#include "fs/format/ag_format.h"
 #include "fs/format/block_header.h"
+#include "fs/format/btree_format.h"
 #include "fs/format/inode_format.h"
 #include "fs/format/superblock_format.h"
 
@@ -36,6 +39,33 @@ void SealMetadataBlock(std::uint8_t type, std::span<std::byte> block) {
     case BlockType::kRaw:
       return;
   }
+}
+
+bool BlockStampValid(std::uint8_t type, std::uint64_t blkno, std::span<const std::byte> block) {
+  auto header_is = [&](std::initializer_list<std::uint32_t> magics) {
+    if (block.size() < kBlockHeaderSize) return false;
+    const BlockHeader h = DecodeBlockHeader(block);
+    if (h.blkno != blkno) return false;
+    for (std::uint32_t m : magics)
+      if (h.magic == m) return true;
+    return false;
+  };
+  switch (static_cast<BlockType>(type)) {
+    case BlockType::kAgHeader: return header_is({kAgHeaderMagic});
+    case BlockType::kBitmap: return header_is({kAgBitmapMagic});
+    case BlockType::kImap: return header_is({kAgImapMagic});
+    case BlockType::kDirectory:
+    case BlockType::kExtents:
+    case BlockType::kXattr: return header_is({kBtreeLeafMagic, kBtreeNodeMagic});
+    case BlockType::kInodes: {
+      // The stamp lives in the first inode: it must be that inode.
+      if (block.size() < kInodeSize) return false;
+      const char* p = reinterpret_cast<const char*>(block.data());
+      return DecodeFixed16(p) == kInodeMagic && DecodeFixed64(p + 104) == blkno * (block.size() / kInodeSize);
+    }
+    case BlockType::kRaw: return true;
+  }
+  return false;
 }
 
 }  // namespace walfs::fs::format

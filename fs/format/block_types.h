@@ -26,4 +26,11 @@ std::string_view BlockTypeName(BlockType t);
 // types are left alone.
 void SealMetadataBlock(std::uint8_t type, std::span<std::byte> block);
 
+// Whether `block`, read from disk at `blkno`, is a block of this type at
+// this address (its magic, and the address it names), so that its LSN stamp
+// means something to recovery.  A freed metadata block reused for file data
+// and then reused again as metadata holds file bytes where the stamp would
+// be: recovery must replay over those, not trust them.
+bool BlockStampValid(std::uint8_t type, std::uint64_t blkno, std::span<const std::byte> block);
+
 }  // namespace walfs::fs::format

@@ -17,8 +17,7 @@
 //    (seed, file, generation, offset), never zero);
 //  - recover idempotently: crashing right after recovery, and unmounting
 //    cleanly, then mounting again both show the same tree.
-// Two walfs bugs fail every seed of that spec (FsCrashBug below has each
-// reduced), so it is disabled; a variant that steps around both runs.
+// FsCrashRegression below keeps the two bugs this test found, reduced.
 // WALFS_FS_CRASH_SEEDS=N runs seeds 1..N (default 3).
 #include <linux/fs.h>
 #include <malloc.h>
@@ -803,16 +802,8 @@ std::size_t RunAndCheck(std::uint64_t seed, WorkloadOptions options) {
 
 class FsCrash : public ::testing::TestWithParam<std::uint64_t> {};
 
-// walfs bug: both below (FsCrashBug) fail every seed.
-TEST_P(FsCrash, DISABLED_EveryCrashStateKeepsFsyncedFilesAndNoStaleData) {
+TEST_P(FsCrash, EveryCrashStateKeepsFsyncedFilesAndNoStaleData) {
   RecordProperty("crash_states", static_cast<int>(RunAndCheck(GetParam(), {})));
-}
-
-// The same with the two known bugs stepped around: the kernel keeps every
-// linked inode, and file data never reads as a later LSN.
-TEST_P(FsCrash, EveryCrashStateKeepsFsyncedFilesAndNoStaleDataAvoidingKnownBugs) {
-  RecordProperty("crash_states",
-                 static_cast<int>(RunAndCheck(GetParam(), {.forget_linked = false, .low_lsn = true})));
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, FsCrash, ::testing::ValuesIn(Seeds()));
@@ -842,9 +833,9 @@ struct Mounted {
   std::unique_ptr<Filesystem> fs;
 };
 
-// walfs bug: Forget evicts the in-core inode and with it last_seq and
-// data_dirty, so an fsync after a new Lookup forces nothing (no device op).
-TEST(FsCrashBug, DISABLED_FsyncAfterTheInodeWasForgottenForcesItsChanges) {
+// An inode the kernel forgot (evicted with its last_seq and data_dirty)
+// and looked up again: its fsync still forces its changes.
+TEST(FsCrashRegression, FsyncAfterTheInodeWasForgottenForcesItsChanges) {
   Mounted m;
   const std::uint64_t ino = m.Create("a");
   const std::string data(10000, 'x');
@@ -862,11 +853,11 @@ TEST(FsCrashBug, DISABLED_FsyncAfterTheInodeWasForgottenForcesItsChanges) {
   EXPECT_EQ(st->st_size, static_cast<off_t>(data.size()));
 }
 
-// walfs bug: recovery skips a logged buffer when the block's old contents
-// carry an LSN >= the transaction's at byte 8, without checking that they
-// are a metadata block of this filesystem (magic, blkno, uuid), so a freed
-// data block reused as metadata (here an xattr leaf) is never replayed.
-TEST(FsCrashBug, DISABLED_DataBlockReusedAsMetadataIsReplayed) {
+// A freed data block reused as metadata (here an xattr leaf) whose old
+// bytes read as a later LSN at the stamp's offset is still replayed:
+// recovery trusts a stamp only in a block of the logged type at its address
+// (format::BlockStampValid).
+TEST(FsCrashRegression, DataBlockReusedAsMetadataIsReplayed) {
   Mounted m;
   const std::uint64_t a = m.Create("a");
   const std::string data(4096, '\xff');  // reads as LSN 0xffffffff/0xffffffff

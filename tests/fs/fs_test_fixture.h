@@ -39,6 +39,7 @@ class FsFixture : public ::testing::Test {
     lo.log_sectors = sb_.log_sectors();
     lo.geometry = ReservationGeometryFor(sb_.block_size);
     lo.seal = format::SealMetadataBlock;
+    lo.stamp_valid = format::BlockStampValid;
     // Read the superblock as a mount would: after a crash it is not clean.
     std::vector<std::byte> b(format::kSuperSize);
     ASSERT_TRUE(dev_.Read(0, b.data(), b.size()).ok());

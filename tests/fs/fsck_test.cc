@@ -204,6 +204,7 @@ TEST(FsckReplay, ADirtyLogIsReplayedAndTheReplayedBlocksVerify) {
     lo.log_sectors = sb.log_sectors();
     lo.geometry = ReservationGeometryFor(sb.block_size);
     lo.seal = format::SealMetadataBlock;
+    lo.stamp_valid = format::BlockStampValid;
     auto log = journal::Log::Open(lo);
     ASSERT_TRUE(log.ok()) << log.status().ToString();
     auto item = std::make_unique<journal::BufLogItem>(journal::BufLogItemOptions{
