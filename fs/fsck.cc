@@ -79,6 +79,9 @@ class Checker {
     r_->blocks_in_use = r_->sb.data_start();
     ags_.resize(r_->sb.ag_count);
     for (std::uint32_t agno = 0; agno < r_->sb.ag_count; ++agno) WALFS_RETURN_IF_ERROR(ScanAg(agno));
+    // Leaked blocks are freed (-y) only when every owner was read without
+    // trouble: a damaged inode's blocks would look leaked.
+    claims_complete_ = r_->problems.empty();
     for (std::uint32_t agno = 0; agno < r_->sb.ag_count; ++agno) WALFS_RETURN_IF_ERROR(CompareBitmap(agno));
     CheckTree();
     CheckUnlinked();
@@ -366,8 +369,10 @@ class Checker {
     const std::uint64_t bits = BitsPerBitmapBlock(sb.block_size);
     std::vector<std::byte> b;
     std::uint64_t leaked = 0, unmarked = 0, first_leak = 0, first_unmarked = 0;
+    const bool free_leaks = o_.repair && claims_complete_;
     for (std::uint32_t i = 0; i < sb.bitmap_blocks; ++i) {
       WALFS_RETURN_IF_ERROR(ReadBlock(start + AgBitmapStart() + i, &b));
+      bool rewrite = false;
       for (std::uint64_t bit = 0; bit < bits; ++bit) {
         const std::uint64_t agblock = std::uint64_t{i} * bits + bit;
         const bool used = BitmapTest(b, bit);
@@ -376,15 +381,29 @@ class Checker {
           continue;
         }
         const bool claimed = claimed_[start + agblock];
+        if (used && !claimed) {
+          if (leaked++ == 0) first_leak = start + agblock;
+          if (free_leaks) {
+            BitmapSet(b, bit, false);
+            rewrite = true;
+            ++ags_[agno].free_blocks;
+            continue;
+          }
+        }
         if (!used) ++ags_[agno].free_blocks;
-        if (used && !claimed && leaked++ == 0) first_leak = start + agblock;
         if (!used && claimed && unmarked++ == 0) first_unmarked = start + agblock;
         if (used) ++r_->blocks_in_use;
       }
+      if (rewrite) {
+        SealBlock(b);
+        WALFS_RETURN_IF_ERROR(dev_->Write((start + AgBitmapStart() + i) * sb.block_size, b.data(), b.size()));
+      }
     }
     if (leaked)
-      Problem(fmt::format("AG {}: {} blocks are in use in the bitmap but owned by nothing (first {})",
-                          agno, leaked, first_leak));
+      r_->problems.push_back({fmt::format("AG {}: {} blocks are in use in the bitmap but owned by nothing "
+                                          "(first {}){}",
+                                          agno, leaked, first_leak, free_leaks ? ": freed" : ""),
+                              free_leaks});
     if (unmarked)
       Problem(fmt::format("AG {}: {} blocks are in use but free in the bitmap (first {})", agno,
                           unmarked, first_unmarked));
@@ -547,6 +566,7 @@ class Checker {
   const FsckOptions o_;
   FsckReport* r_;
   std::vector<bool> claimed_;
+  bool claims_complete_ = false;
   std::vector<AgState> ags_;
   std::unordered_map<std::uint64_t, InodeInfo> inodes_;
 };
