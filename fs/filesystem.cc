@@ -310,20 +310,21 @@ struct stat Filesystem::StatOf(const InodeCore& c) const {
 Result<struct stat> Filesystem::Lookup(std::uint64_t parent, std::string_view name) {
   if (name.size() > format::kMaxNameLen) return Errno(ENAMETOOLONG, "name longer than 255 bytes");
   WALFS_ASSIGN_OR_RETURN(InodeRef dp, Iget(parent));
+  // The lookup count is taken before the directory lets go: an unlink (which
+  // needs the directory exclusively) and the forget after it cannot free the
+  // inode between finding the name and counting the reference.
+  std::shared_lock l(dp->rw);
+  const InodeCore dc = dp->Core();
+  if (!IsDir(dc)) return Errno(ENOTDIR, "not a directory");
   std::uint64_t target;
-  {
-    std::shared_lock l(dp->rw);
-    const InodeCore dc = dp->Core();
-    if (!IsDir(dc)) return Errno(ENOTDIR, "not a directory");
-    if (name == ".") {
-      target = parent;
-    } else if (name == "..") {
-      target = dirs_->Parent(dc);
-    } else {
-      WALFS_ASSIGN_OR_RETURN(std::optional<DirTarget> t, dirs_->Lookup(dc, name));
-      if (!t) return Errno(ENOENT, fmt::format("no \"{}\"", name));
-      target = t->ino;
-    }
+  if (name == ".") {
+    target = parent;
+  } else if (name == "..") {
+    target = dirs_->Parent(dc);
+  } else {
+    WALFS_ASSIGN_OR_RETURN(std::optional<DirTarget> t, dirs_->Lookup(dc, name));
+    if (!t) return Errno(ENOENT, fmt::format("no \"{}\"", name));
+    target = t->ino;
   }
   WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(target));
   icache_->AddLookup(ip);

@@ -1300,7 +1300,7 @@ TEST_F(FilesystemTest, FourThreadsCreatingRenamingUnlinkingAndWritingLeaveAClean
   // The kernel's VFS holds a directory's lock shared across a lookup in it
   // (until the daemon's reply) and exclusive across changes to it; the
   // workers do the same, so every lookup reference is counted before the
-  // name can go (see DISABLED_ALookupRacingAnUnlinkNeverReturnsAFreedInode).
+  // name can go (see ALookupRacingAnUnlinkNeverReturnsAFreedInode).
   std::shared_mutex shared_mu;
   std::atomic<bool> stop{false};
   std::atomic<int> failures{0};
@@ -1409,14 +1409,11 @@ TEST_F(FilesystemTest, FourThreadsCreatingRenamingUnlinkingAndWritingLeaveAClean
   Mount();
 }
 
-// walfs bug: Filesystem::Lookup resolves the name under the directory's
-// lock but adds the lookup count only after dropping it, so an Unlink and
-// the Forget of the last other reference can free the inode in between;
-// Lookup then returns success with the freed inode's attributes (st_mode 0)
-// and a reference to it (a Write through it fails EINVAL "write to a
-// non-regular file").  The FUSE kernel serialises lookup and unlink in one
-// directory, so this needs an in-process caller.
-TEST_F(FilesystemTest, DISABLED_ALookupRacingAnUnlinkNeverReturnsAFreedInode) {
+// Lookup counts its reference before it lets go of the directory, so an
+// Unlink and the Forget of the last other reference cannot free the inode
+// in between (the FUSE kernel serialises lookup and unlink in one
+// directory; an in-process caller does not).
+TEST_F(FilesystemTest, ALookupRacingAnUnlinkNeverReturnsAFreedInode) {
   std::atomic<bool> stop{false};
   std::atomic<int> freed_seen{0}, lookups{0};
   std::thread churn([&] {
