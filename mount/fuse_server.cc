@@ -300,7 +300,10 @@ void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t o
 void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
 
 void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  if (ControlDir::IsControlIno(ino)) Server(req)->control().Release(fi->fh);
+  if (ControlDir::IsControlIno(ino)) {
+    Server(req)->ForgetPolls(fi->fh);
+    Server(req)->control().Release(fi->fh);
+  }
   fuse_reply_err(req, 0);
 }
 
@@ -353,9 +356,15 @@ void CopyFileRange(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_file_in
 
 void Poll(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, fuse_pollhandle* ph) {
   FuseServer* s = Server(req);
-  unsigned events = POLLOUT;
-  if (!ControlDir::IsControlIno(ino) || s->control().Readable(fi->fh)) events |= POLLIN;
-  if (ph) fuse_pollhandle_destroy(ph);
+  unsigned events = POLLOUT | POLLWRNORM;
+  const bool readable = !ControlDir::IsControlIno(ino) || s->control().Readable(fi->fh);
+  if (readable) events |= POLLIN | POLLRDNORM;
+  if (ph != nullptr) {
+    if (readable)
+      fuse_pollhandle_destroy(ph);
+    else
+      s->WatchPoll(fi->fh, ph);  // notified when data arrives
+  }
   fuse_reply_poll(req, events);
 }
 
@@ -575,7 +584,52 @@ FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options) : f
   control_ = std::make_unique<ControlDir>(std::move(src));
 }
 
-FuseServer::~FuseServer() = default;
+FuseServer::~FuseServer() {
+  {
+    std::lock_guard l(poll_mu_);
+    stopping_ = true;
+  }
+  poll_cv_.notify_all();
+  if (poll_thread_.joinable()) poll_thread_.join();
+  for (auto& [handle, ph] : polls_) fuse_pollhandle_destroy(ph);
+}
+
+void FuseServer::WatchPoll(std::uint64_t handle, fuse_pollhandle* ph) {
+  std::lock_guard l(poll_mu_);
+  if (stopping_) {
+    fuse_pollhandle_destroy(ph);
+    return;
+  }
+  polls_.emplace_back(handle, ph);
+  if (!poll_thread_.joinable()) poll_thread_ = std::thread([this] { PollLoop(); });
+  poll_cv_.notify_all();
+}
+
+void FuseServer::ForgetPolls(std::uint64_t handle) {
+  std::lock_guard l(poll_mu_);
+  std::erase_if(polls_, [&](const auto& p) {
+    if (p.first != handle) return false;
+    fuse_pollhandle_destroy(p.second);
+    return true;
+  });
+}
+
+void FuseServer::PollLoop() {
+  std::unique_lock l(poll_mu_);
+  while (!stopping_) {
+    if (polls_.empty()) {
+      poll_cv_.wait(l);
+      continue;
+    }
+    poll_cv_.wait_for(l, std::chrono::milliseconds(kPollCheckMs));
+    std::erase_if(polls_, [&](const auto& p) {
+      if (!control_->Readable(p.first)) return false;
+      fuse_lowlevel_notify_poll(p.second);  // the kernel polls again
+      fuse_pollhandle_destroy(p.second);
+      return true;
+    });
+  }
+}
 
 const fuse_lowlevel_ops& FuseServer::Operations() {
   static const fuse_lowlevel_ops ops = MakeOps();

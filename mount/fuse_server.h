@@ -11,7 +11,12 @@
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "fs/filesystem.h"
 #include "mount/control_dir.h"
@@ -34,6 +39,12 @@ class FuseServer {
   fs::Filesystem* fs() const { return fs_; }
   const FuseServerOptions& options() const { return options_; }
 
+  // poll(2) on a control file with nothing to read yet: the kernel is told
+  // (fuse_lowlevel_notify_poll) once there is, checked every kPollCheckMs.
+  void WatchPoll(std::uint64_t handle, fuse_pollhandle* ph);
+  void ForgetPolls(std::uint64_t handle);  // the handle is released
+  static constexpr int kPollCheckMs = 20;
+
   // FUSE inode <-> filesystem inode.
   std::uint64_t ToFs(fuse_ino_t ino) const { return ino == FUSE_ROOT_ID ? fs_->root() : ino; }
   fuse_ino_t ToFuse(std::uint64_t ino) const { return ino == fs_->root() ? FUSE_ROOT_ID : ino; }
@@ -42,6 +53,12 @@ class FuseServer {
   fs::Filesystem* const fs_;
   const FuseServerOptions options_;
   std::unique_ptr<ControlDir> control_;
+  void PollLoop();
+  std::mutex poll_mu_;
+  std::condition_variable poll_cv_;
+  std::vector<std::pair<std::uint64_t, fuse_pollhandle*>> polls_;  // guarded by poll_mu_
+  bool stopping_ = false;                                          // guarded by poll_mu_
+  std::thread poll_thread_;
 };
 
 }  // namespace walfs::mount

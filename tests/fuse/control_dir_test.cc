@@ -8,9 +8,11 @@
 // that the call fails and .walfs is still there afterwards.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 
@@ -143,6 +145,35 @@ TEST_F(ControlDir, TracePipeStreamsEventsAsTheyHappen) {
   Put("events/enable", "0");
   EXPECT_EQ(r.exit_code, 124) << "cat should still be blocked reading when timeout ends it";
   EXPECT_GE(EventLines(r.out), 5u) << r.out.substr(0, 2000);
+}
+
+TEST_F(ControlDir, PollOnTracePipeWaitsForEventsThenReportsThemReadable) {
+  Put("tracing_on", "1");
+  Put("events/fs/enable", "1");
+  const int fd = open((ctl_ + "/trace_pipe").c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_SYS(fd);
+  // Drain what is there, then nothing more happens: poll times out.
+  char buf[65536];
+  while (read(fd, buf, sizeof buf) > 0) {
+  }
+  EXPECT_EQ(errno, EAGAIN) << strerrorname_np(errno);
+  pollfd p{fd, POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 200), 0) << "readable with no events";
+  // An operation on the filesystem while poll waits wakes it.
+  std::thread later([&] {
+    usleep(300 * 1000);
+    WriteFile(Path("poked"), "x");
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const int n = poll(&p, 1, 5000);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  later.join();
+  EXPECT_EQ(n, 1);
+  EXPECT_TRUE(p.revents & POLLIN);
+  EXPECT_LT(waited, std::chrono::seconds(3));
+  EXPECT_GT(read(fd, buf, sizeof buf), 0);
+  close(fd);
+  Put("events/fs/enable", "0");
 }
 
 }  // namespace
