@@ -79,8 +79,11 @@ class InodeLocks {
 }  // namespace
 
 format::Timestamp Now() {
+  // The kernel's current_time(): the coarse clock (a tick's resolution), so
+  // that back-to-back writes find the timestamps already current and log
+  // nothing (Write skips its transaction then).
   timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
   return format::Timestamp{ts.tv_sec, static_cast<std::uint32_t>(ts.tv_nsec)};
 }
 

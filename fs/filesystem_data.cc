@@ -140,14 +140,21 @@ Result<std::size_t> Filesystem::Write(std::uint64_t ino, std::uint64_t offset, c
   if (!S_ISREG(ip->Core().mode)) return Errno(EINVAL, "write to a non-regular file");
   if (size == 0) return std::size_t{0};
   WALFS_RETURN_IF_ERROR(WriteBlocks(ip, offset, data, size));
-  Op op(this);
-  WALFS_RETURN_IF_ERROR(op.Begin(TransType::kSetattr, 0));
+  // The size and timestamps, logged unless already current (an overwrite
+  // within the same clock tick changes nothing the log must carry; its data
+  // is on the device and fsync flushes it).
   InodeCore c = ip->Core();
-  c.size = std::max<std::uint64_t>(c.size, offset + size);
-  c.mtime = c.ctime = Now();
-  StoreCore(ip, c);
-  op.Dirty(ip);
-  WALFS_RETURN_IF_ERROR(op.Commit().status());
+  const format::Timestamp now = Now();
+  if (offset + size > c.size || !(c.mtime == now) || !(c.ctime == now)) {
+    Op op(this);
+    WALFS_RETURN_IF_ERROR(op.Begin(TransType::kSetattr, 0));
+    c = ip->Core();
+    c.size = std::max<std::uint64_t>(c.size, offset + size);
+    c.mtime = c.ctime = now;
+    StoreCore(ip, c);
+    op.Dirty(ip);
+    WALFS_RETURN_IF_ERROR(op.Commit().status());
+  }
   counters_.writes.fetch_add(1, std::memory_order_relaxed);
   counters_.bytes_written.fetch_add(size, std::memory_order_relaxed);
   return size;

@@ -500,6 +500,10 @@ void Init(void* userdata, fuse_conn_info* conn) {
   auto* s = static_cast<FuseServer*>(userdata);
   if (s->options().writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
     conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+  // The kernel clears setuid/setgid on write, truncate and chown itself and
+  // tells walfs through setattr (walfs does not know the writer's
+  // capabilities, which decide it).
+  conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
   if (conn->capable & FUSE_CAP_POSIX_LOCKS) conn->want &= ~FUSE_CAP_POSIX_LOCKS;  // the kernel's local locks
   if (conn->capable & FUSE_CAP_FLOCK_LOCKS) conn->want &= ~FUSE_CAP_FLOCK_LOCKS;
 }
