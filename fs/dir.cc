@@ -70,6 +70,37 @@ std::vector<std::uint64_t> LocalKeys(const std::vector<DirEntry>& entries) {
 }
 
 std::size_t EntryBytes(std::string_view name) { return 10 + name.size(); }
+
+// A name's place in a B+tree directory: its key if it is there, and the
+// lowest unused key for its hash (for an insert).
+struct NameSlot {
+  std::optional<std::uint64_t> key;
+  DirTarget target;
+  std::uint64_t free_key = 0;
+};
+
+Result<NameSlot> FindName(const Btree& tree, const BtreeRoot& root, std::string_view name,
+                          const FsTransaction* tx) {
+  const std::uint64_t h = DirHashKey(name);
+  NameSlot slot{.key = std::nullopt, .target = {}, .free_key = h};
+  Status bad;
+  WALFS_RETURN_IF_ERROR(tree.Scan(root, h, [&](std::uint64_t key, std::string_view v) {
+    if ((key & ~kIndexMask) != h) return false;
+    std::string_view n;
+    DirTarget t;
+    bad = DecodeValue(v, &n, &t);
+    if (!bad.ok()) return false;
+    if (n == name) {
+      slot.key = key;
+      slot.target = t;
+      return false;
+    }
+    if (key == slot.free_key) ++slot.free_key;
+    return true;
+  }, tx));
+  WALFS_RETURN_IF_ERROR(bad);
+  return slot;
+}
 }  // namespace
 
 BtreeRoot GetForkRoot(const std::string& literal, std::uint32_t offset) {
@@ -117,24 +148,9 @@ Result<std::optional<DirTarget>> DirIndex::Lookup(const InodeCore& dir, std::str
       if (e.name == name) return std::optional<DirTarget>(DirTarget{e.ino, e.ftype});
     return std::optional<DirTarget>();
   }
-  const std::uint64_t h = DirHashKey(name);
-  std::optional<DirTarget> found;
-  Status bad;
-  WALFS_RETURN_IF_ERROR(Tree(dir).Scan(GetForkRoot(dir.literal, 0), h,
-                                       [&](std::uint64_t key, std::string_view v) {
-    if ((key & ~kIndexMask) != h) return false;
-    std::string_view n;
-    DirTarget t;
-    bad = DecodeValue(v, &n, &t);
-    if (!bad.ok()) return false;
-    if (n == name) {
-      found = t;
-      return false;
-    }
-    return true;
-  }));
-  WALFS_RETURN_IF_ERROR(bad);
-  return found;
+  WALFS_ASSIGN_OR_RETURN(NameSlot slot, FindName(Tree(dir), GetForkRoot(dir.literal, 0), name, nullptr));
+  if (!slot.key) return std::optional<DirTarget>();
+  return std::optional<DirTarget>(slot.target);
 }
 
 Status DirIndex::ToBtree(FsTransaction* tx, InodeCore* dir) {
@@ -166,28 +182,12 @@ Status DirIndex::Add(FsTransaction* tx, InodeCore* dir, std::string_view name, D
     }
     WALFS_RETURN_IF_ERROR(ToBtree(tx, dir));
   }
-  const std::uint64_t h = DirHashKey(name);
   BtreeRoot root = GetForkRoot(dir->literal, 0);
   Btree tree = Tree(*dir);
-  std::uint64_t next = h;  // the lowest unused collision index
-  bool exists = false;
-  Status bad;
-  WALFS_RETURN_IF_ERROR(tree.Scan(root, h, [&](std::uint64_t key, std::string_view v) {
-    if ((key & ~kIndexMask) != h) return false;
-    std::string_view n;
-    DirTarget t;
-    bad = DecodeValue(v, &n, &t);
-    if (!bad.ok()) return false;
-    if (n == name) {
-      exists = true;
-      return false;
-    }
-    if (key == next) ++next;
-    return true;
-  }, tx));
-  WALFS_RETURN_IF_ERROR(bad);
-  if (exists) return Status::AlreadyExists(fmt::format("\"{}\" exists", name));
-  if ((next & ~kIndexMask) != h)
+  WALFS_ASSIGN_OR_RETURN(NameSlot slot, FindName(tree, root, name, tx));
+  if (slot.key) return Status::AlreadyExists(fmt::format("\"{}\" exists", name));
+  const std::uint64_t next = slot.free_key;
+  if ((next & ~kIndexMask) != DirHashKey(name))
     return Status::NoSpace(fmt::format("65536 names in this directory share \"{}\"'s hash", name));
   WALFS_RETURN_IF_ERROR(tree.Insert(tx, &root, next, EncodeValue(name, target)));
   PutForkRoot(&dir->literal, 0, root);
@@ -205,24 +205,10 @@ Status DirIndex::Remove(FsTransaction* tx, InodeCore* dir, std::string_view name
     WriteLocal(dir, d);
     return Status::Ok();
   }
-  const std::uint64_t h = DirHashKey(name);
   BtreeRoot root = GetForkRoot(dir->literal, 0);
   Btree tree = Tree(*dir);
-  std::optional<std::uint64_t> key_of;
-  Status bad;
-  WALFS_RETURN_IF_ERROR(tree.Scan(root, h, [&](std::uint64_t key, std::string_view v) {
-    if ((key & ~kIndexMask) != h) return false;
-    std::string_view n;
-    DirTarget t;
-    bad = DecodeValue(v, &n, &t);
-    if (!bad.ok()) return false;
-    if (n == name) {
-      key_of = key;
-      return false;
-    }
-    return true;
-  }, tx));
-  WALFS_RETURN_IF_ERROR(bad);
+  WALFS_ASSIGN_OR_RETURN(NameSlot slot, FindName(tree, root, name, tx));
+  const std::optional<std::uint64_t> key_of = slot.key;
   if (!key_of) return Status::NotFound(fmt::format("no \"{}\"", name));
   WALFS_RETURN_IF_ERROR(tree.Erase(tx, &root, *key_of));
   PutForkRoot(&dir->literal, 0, root);
@@ -242,20 +228,10 @@ Status DirIndex::Replace(FsTransaction* tx, InodeCore* dir, std::string_view nam
     }
     return Status::NotFound(fmt::format("no \"{}\"", name));
   }
-  const std::uint64_t h = DirHashKey(name);
   BtreeRoot root = GetForkRoot(dir->literal, 0);
   Btree tree = Tree(*dir);
-  std::optional<std::uint64_t> key_of;
-  WALFS_RETURN_IF_ERROR(tree.Scan(root, h, [&](std::uint64_t key, std::string_view v) {
-    if ((key & ~kIndexMask) != h) return false;
-    std::string_view n;
-    DirTarget t;
-    if (DecodeValue(v, &n, &t).ok() && n == name) {
-      key_of = key;
-      return false;
-    }
-    return true;
-  }, tx));
+  WALFS_ASSIGN_OR_RETURN(NameSlot slot, FindName(tree, root, name, tx));
+  const std::optional<std::uint64_t> key_of = slot.key;
   if (!key_of) return Status::NotFound(fmt::format("no \"{}\"", name));
   WALFS_RETURN_IF_ERROR(tree.Replace(tx, &root, *key_of, EncodeValue(name, target)));
   PutForkRoot(&dir->literal, 0, root);

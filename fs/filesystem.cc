@@ -144,6 +144,12 @@ Filesystem::Filesystem(BlockDevice* device, std::unique_ptr<BlockDevice> owned, 
 
 Filesystem::~Filesystem() {
   if (log_ && !unmounted_.load()) log_->Halt();
+  DestroyComponents();
+}
+
+void Filesystem::DestroyComponents() {
+  // Users of the cache first; the cache after the log is closed or halted
+  // (nothing pinned, nothing in the AIL); the log last.
   icache_.reset();
   maps_.reset();
   dirs_.reset();
@@ -227,13 +233,7 @@ Status Filesystem::Unmount() {
   } else {
     log_->Halt();
   }
-  icache_.reset();
-  maps_.reset();
-  dirs_.reset();
-  ialloc_.reset();
-  alloc_.reset();
-  cache_.reset();
-  log_.reset();
+  DestroyComponents();
   if (s.ok() && !options_.read_only) s = MarkUnmountedClean(device_, &sb_);
   return s;
 }

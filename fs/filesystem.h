@@ -138,6 +138,7 @@ class Filesystem {
   friend class Op;
   Filesystem(BlockDevice* device, std::unique_ptr<BlockDevice> owned, const MountOptions& options);
   Status Start();
+  void DestroyComponents();
   Status ProcessUnlinkedLists();
 
   Result<InodeRef> Iget(std::uint64_t ino);

@@ -52,15 +52,7 @@ Result<AgHeader> DecodeAgHeader(std::span<const std::byte> block, const Superblo
   const std::uint64_t blkno = sb.AgStart(agno);
   WALFS_RETURN_IF_ERROR(VerifyBlock(block, kAgHeaderMagic, blkno, sb.uuid,
                                     fmt::format("AG {} header", agno)));
-  const char* p = C(block);
-  AgHeader h;
-  h.agno = DecodeFixed32(p + 48);
-  h.length = DecodeFixed32(p + 52);
-  h.free_blocks = DecodeFixed32(p + 56);
-  h.icount = DecodeFixed32(p + 60);
-  h.ifree = DecodeFixed32(p + 64);
-  h.chunks = DecodeFixed32(p + 68);
-  h.unlinked_head = DecodeFixed64(p + 72);
+  const AgHeader h = PeekAgHeader(block);
   auto bad = [&](std::string_view why) {
     return Status::Corruption(fmt::format("AG {} header at block {}: {}", agno, blkno, why));
   };
