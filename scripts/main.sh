@@ -57,7 +57,9 @@ echo
 echo "==== mkfs.walfs $img 1G && walfs $img $mnt"
 build/bin/mkfs.walfs -q "$img" 1G
 build/bin/walfs "$img" "$mnt"
-cleanup_mount() { mountpoint -q "$mnt" 2>/dev/null && { fusermount3 -u "$mnt" || umount -l "$mnt"; }; }
+cleanup_mount() {
+  if mountpoint -q "$mnt" 2>/dev/null; then fusermount3 -u "$mnt" || umount -l "$mnt"; fi
+}
 trap cleanup_mount EXIT
 # Every FUSE operation's entry and exit, and the journal's events.
 echo 1 > "$mnt/.walfs/events/fs/enable"
