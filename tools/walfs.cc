@@ -44,6 +44,14 @@ struct Config {
   char* trace_recursion = nullptr;
   unsigned trace_buffer_kb = 0;
   int help = 0;
+
+  Config() = default;
+  Config(const Config&) = delete;
+  Config& operator=(const Config&) = delete;
+  // fuse_opt_parse strdup()s every string option.
+  ~Config() {
+    for (char* p : {image, wake, trace_wakeup, trace_recursion}) free(p);
+  }
 };
 
 #define WALFS_OPT(t, p) {t, offsetof(Config, p), 1}
@@ -102,15 +110,27 @@ int Fail(const std::string& msg) {
 
 }  // namespace
 
+// What fuse_opt_* and fuse_parse_cmdline allocate, freed on every return
+// (LeakSanitizer checks the daemon in the asan test job).
+struct ArgsGuard {
+  fuse_args* args;
+  fuse_cmdline_opts* cmd;
+  ~ArgsGuard() {
+    free(cmd->mountpoint);
+    fuse_opt_free_args(args);
+  }
+};
+
 int main(int argc, char** argv) {
   fuse_args args = FUSE_ARGS_INIT(argc, argv);
+  fuse_cmdline_opts cmd{};
+  ArgsGuard guard{&args, &cmd};
   Config cfg;
   if (fuse_opt_parse(&args, &cfg, kOptions, ProcessArg) != 0) return Fail("bad options (see walfs --help)");
   if (cfg.help) {
     Usage(argv[0]);
     return 0;
   }
-  fuse_cmdline_opts cmd{};
   if (fuse_parse_cmdline(&args, &cmd) != 0) return Fail("bad command line (see walfs --help)");
   if (cmd.show_help) {
     Usage(argv[0]);
@@ -246,8 +266,6 @@ int main(int argc, char** argv) {
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);
   walfs::Status s = (*fs)->Unmount();
-  free(cmd.mountpoint);
-  fuse_opt_free_args(&args);
   if (!s.ok()) {
     fmt::print(stderr, "walfs: unmount of {}: {}\n", cfg.image, s.ToString());
     return 1;
