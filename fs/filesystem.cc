@@ -100,9 +100,9 @@ Filesystem::Op::~Op() {
   if (reserved_) fs_->UnreserveBlocks(reserved_);
 }
 
-Status Filesystem::Op::Begin(TransType type, std::uint64_t blocks) {
+Status Filesystem::Op::Begin(TransType type, std::uint64_t blocks, bool freeing) {
   if (blocks) {
-    WALFS_RETURN_IF_ERROR(fs_->ReserveBlocks(blocks));
+    WALFS_RETURN_IF_ERROR(fs_->ReserveBlocks(blocks, freeing));
     reserved_ = blocks;
   }
   WALFS_ASSIGN_OR_RETURN(FsTransaction tx, FsTransaction::Begin(fs_->log_.get(), type));
@@ -116,10 +116,35 @@ void Filesystem::Op::Dirty(const InodeRef& ip) {
     dirty_.push_back(ip);
 }
 
+void Filesystem::Op::SetNextUnlinked(const InodeRef& ip, std::uint64_t next) {
+  {
+    MutexLock l(&ip->core_mu);
+    ip->core.next_unlinked = next;
+  }
+  for (auto& [ino, n] : next_patches_)
+    if (ino == ip->ino) {
+      n = next;
+      return;
+    }
+  next_patches_.emplace_back(ip->ino, next);
+}
+
 Status Filesystem::Op::LogInodes(FsTransaction* tx) {
   // Chunk blocks last and in ascending order: inode order is block order.
   std::sort(dirty_.begin(), dirty_.end(), [](const InodeRef& a, const InodeRef& b) { return a->ino < b->ino; });
-  for (const InodeRef& ip : dirty_) WALFS_RETURN_IF_ERROR(fs_->ialloc_->WriteInode(tx, ip->Core()));
+  std::sort(next_patches_.begin(), next_patches_.end());
+  auto patch = next_patches_.begin();
+  for (const InodeRef& ip : dirty_) {
+    for (; patch != next_patches_.end() && patch->first < ip->ino; ++patch)
+      WALFS_RETURN_IF_ERROR(fs_->ialloc_->LogInode(tx, patch->first, nullptr, patch->second));
+    std::optional<std::uint64_t> next;
+    if (patch != next_patches_.end() && patch->first == ip->ino) next = (patch++)->second;
+    const InodeCore core = ip->Core();
+    WALFS_RETURN_IF_ERROR(fs_->ialloc_->LogInode(tx, ip->ino, &core, next));
+  }
+  for (; patch != next_patches_.end(); ++patch)
+    WALFS_RETURN_IF_ERROR(fs_->ialloc_->LogInode(tx, patch->first, nullptr, patch->second));
+  next_patches_.clear();
   return Status::Ok();
 }
 
@@ -262,13 +287,14 @@ Status Filesystem::ProcessUnlinkedLists() {
 
 // ---------------------------------------------------------------- helpers
 
-Status Filesystem::ReserveBlocks(std::uint64_t n) {
+Status Filesystem::ReserveBlocks(std::uint64_t n, bool freeing) {
   // Free now (the allocator's count, which this operation's own
   // allocations lower while its reservation still stands: conservative)
-  // minus what running operations may still take.
+  // minus what running operations may still take, minus the freeing pool.
+  const std::int64_t pool = freeing ? 0 : kFreeingPool;
   std::int64_t r = reserved_blocks_.load(std::memory_order_relaxed);
   for (;;) {
-    if (alloc_->FreeTotal() - r < static_cast<std::int64_t>(n)) return Errno(ENOSPC, "no free space");
+    if (alloc_->FreeTotal() - r - pool < static_cast<std::int64_t>(n)) return Errno(ENOSPC, "no free space");
     if (reserved_blocks_.compare_exchange_weak(r, r + static_cast<std::int64_t>(n))) return Status::Ok();
   }
 }
@@ -730,7 +756,7 @@ Result<struct statvfs> Filesystem::StatFs() NO_THREAD_SAFETY_ANALYSIS {
   st.f_blocks = sb_.total_blocks - sb_.data_start();
   const std::int64_t free_now = std::max<std::int64_t>(0, alloc_->FreeTotal());
   st.f_bfree = static_cast<fsblkcnt_t>(free_now);
-  st.f_bavail = static_cast<fsblkcnt_t>(std::max<std::int64_t>(0, free_now - reserved_blocks_.load()));
+  st.f_bavail = static_cast<fsblkcnt_t>(std::max<std::int64_t>(0, free_now - reserved_blocks_.load() - kFreeingPool));
   std::uint64_t icount = 0, ifree = 0;
   for (std::uint32_t agno = 0; agno < sb_.ag_count; ++agno) {
     WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_.AgStart(agno), format::BlockType::kAgHeader));
@@ -759,17 +785,13 @@ Status Filesystem::AddUnlinked(Op& op, const InodeRef& ip) NO_THREAD_SAFETY_ANAL
     return Status::Internal(fmt::format("AG {} header out of order for the unlinked list", agno));
   char* p = reinterpret_cast<char*>(agh->data().data());
   const std::uint64_t head = DecodeFixed64(p + kUnlinkedHeadOffset);
-  {
-    MutexLock l(&ip->core_mu);
-    ip->core.next_unlinked = head;
-  }
+  op.SetNextUnlinked(ip, head);
   EncodeFixed64(p + kUnlinkedHeadOffset, ip->ino);
   op.tx()->LogRange(agh, kUnlinkedHeadOffset, kUnlinkedHeadOffset + 7);
   {
     MutexLock l(&unlinked_mu_);
     if (head != 0) unlinked_prev_[head] = ip->ino;
   }
-  op.Dirty(ip);
   return Status::Ok();
 }
 
@@ -778,12 +800,8 @@ Status Filesystem::RemoveUnlinked(Op& op, const InodeRef& ip) NO_THREAD_SAFETY_A
   WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_.AgStart(agno), format::BlockType::kAgHeader));
   if (!op.tx()->HoldAgHeader(agh, agno))
     return Status::Internal(fmt::format("AG {} header out of order for the unlinked list", agno));
-  std::uint64_t next;
-  {
-    MutexLock l(&ip->core_mu);
-    next = ip->core.next_unlinked;
-    ip->core.next_unlinked = 0;
-  }
+  const std::uint64_t next = ip->Core().next_unlinked;
+  op.SetNextUnlinked(ip, 0);
   std::optional<std::uint64_t> prev;
   {
     MutexLock l(&unlinked_mu_);
@@ -821,13 +839,8 @@ Status Filesystem::RemoveUnlinked(Op& op, const InodeRef& ip) NO_THREAD_SAFETY_A
   }
   if (prev) {
     WALFS_ASSIGN_OR_RETURN(InodeRef pp, Iget(*prev));
-    {
-      MutexLock l(&pp->core_mu);
-      pp->core.next_unlinked = next;
-    }
-    op.Dirty(pp);
+    op.SetNextUnlinked(pp, next);  // that field only: pp's other changes are its own operation's
   }
-  op.Dirty(ip);
   return Status::Ok();
 }
 

@@ -165,7 +165,11 @@ class Filesystem {
 
   // Block reservations: an operation takes the most blocks it may allocate
   // before it changes anything, so it never runs out halfway.
-  Status ReserveBlocks(std::uint64_t n);
+  // Operations that free space (truncate, punch, unlink) may dip into a
+  // pool of kFreeingPool blocks the others leave alone, so that a full
+  // filesystem can still be emptied (XFS's reserve pool).
+  static constexpr std::int64_t kFreeingPool = 64;
+  Status ReserveBlocks(std::uint64_t n, bool freeing = false);
   void UnreserveBlocks(std::uint64_t n);
 
   std::unique_ptr<BlockDevice> owned_device_;

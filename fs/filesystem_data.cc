@@ -139,6 +139,10 @@ Result<std::size_t> Filesystem::Write(std::uint64_t ino, std::uint64_t offset, c
   ExclusiveLock l(ip);
   if (!S_ISREG(ip->Core().mode)) return Errno(EINVAL, "write to a non-regular file");
   if (size == 0) return std::size_t{0};
+  // Growing past a gap: blocks still mapped there (a truncate cut short by
+  // a crash, whose size was logged before its unmapping) must read as zeros.
+  if (const std::uint64_t old_size = ip->Core().size; offset > old_size)
+    WALFS_RETURN_IF_ERROR(ZeroTail(ip, old_size, offset));
   WALFS_RETURN_IF_ERROR(WriteBlocks(ip, offset, data, size));
   // The size and timestamps, logged unless already current (an overwrite
   // within the same clock tick changes nothing the log must carry; its data
@@ -190,7 +194,8 @@ Status Filesystem::ZeroTail(const InodeRef& ip, std::uint64_t from, std::uint64_
 Status Filesystem::UnmapRange(const InodeRef& ip, std::uint64_t first, std::uint64_t end) {
   for (;;) {
     Op op(this);
-    WALFS_RETURN_IF_ERROR(op.Begin(TransType::kTruncate, 0));
+    // Cutting an extent in two may split a map leaf: from the freeing pool.
+    WALFS_RETURN_IF_ERROR(op.Begin(TransType::kTruncate, kMapChangeBlocks, /*freeing=*/true));
     InodeCore c = ip->Core();
     std::vector<Extent> freed;
     WALFS_ASSIGN_OR_RETURN(bool done, maps_->Unmap(op.tx(), &c, first, end, kUnmapPerStep, &freed));
@@ -212,6 +217,9 @@ Status Filesystem::Truncate(const InodeRef& ip, std::uint64_t size) {
   // Zeros past the new end in its last block, so a later extension reads
   // zeros there; then the size; then the blocks past it.
   if (size < before.size) WALFS_RETURN_IF_ERROR(ZeroTail(ip, size, std::min(before.size, (size + bs - 1) / bs * bs)));
+  // Growing: whatever is still mapped past the old end (see Write) reads as
+  // zeros before the new size says it is there.
+  if (size > before.size) WALFS_RETURN_IF_ERROR(ZeroTail(ip, before.size, size));
   {
     Op op(this);
     WALFS_RETURN_IF_ERROR(op.Begin(TransType::kSetattr, 0));
@@ -307,6 +315,8 @@ Status Filesystem::Fallocate(std::uint64_t ino, int mode, std::uint64_t offset, 
       pos += e.length;
     }
   }
+  if (!(mode & FALLOC_FL_KEEP_SIZE) && end_byte > ip->Core().size)
+    WALFS_RETURN_IF_ERROR(ZeroTail(ip, ip->Core().size, end_byte));  // see Write
   Op op(this);
   WALFS_RETURN_IF_ERROR(op.Begin(TransType::kSetattr, 0));
   InodeCore c = ip->Core();
@@ -341,7 +351,9 @@ Result<std::uint64_t> Filesystem::Lseek(std::uint64_t ino, std::uint64_t offset,
 Status Filesystem::Inactivate(const InodeRef& ip) {
   ExclusiveLock l(ip);
   const InodeCore c = ip->Core();
-  if (c.nlink != 0 || c.free()) return Status::Ok();
+  // A lookup may have counted it again since the forget that brought us
+  // here (the kernel can send a forget and a lookup of one inode together).
+  if (c.nlink != 0 || c.free() || !icache_->Unused(ip)) return Status::Ok();
   if (c.format == format::ForkFormat::kExtents || c.format == format::ForkFormat::kBtree) {
     if (S_ISREG(c.mode) || S_ISLNK(c.mode)) {
       WALFS_RETURN_IF_ERROR(UnmapRange(ip, 0, UINT64_MAX / 2));

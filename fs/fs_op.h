@@ -27,9 +27,16 @@ class Filesystem::Op {
   Op(const Op&) = delete;
   Op& operator=(const Op&) = delete;
 
-  Status Begin(journal::TransType type, std::uint64_t blocks);
+  // `blocks`: the most the operation may allocate; `freeing`: it is freeing
+  // space, and may use the pool kept for that.
+  Status Begin(journal::TransType type, std::uint64_t blocks, bool freeing = false);
   FsTransaction* tx() { return &*tx_; }
   void Dirty(const InodeRef& ip);
+  // Changes an inode's unlinked-list link: in memory now, and in its chunk
+  // block (that field alone) when the step commits -- never through a
+  // Dirty() of an inode this operation does not own (whose in-core state
+  // may carry another operation's uncommitted changes).
+  void SetNextUnlinked(const InodeRef& ip, std::uint64_t next);
   // Commits; every dirty inode's last_seq becomes the commit's sequence.
   Result<std::uint64_t> Commit();
   // Commits this step and starts the next with nothing held.
@@ -40,6 +47,7 @@ class Filesystem::Op {
   Filesystem* const fs_;
   std::optional<FsTransaction> tx_;
   std::vector<InodeRef> dirty_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> next_patches_;  // ino, next_unlinked
   std::uint64_t reserved_ = 0;
 };
 

@@ -76,9 +76,13 @@ Result<InodeAllocator::MapSlot> InodeAllocator::NewChunk(FsTransaction* tx, std:
   // The map slot first: a full map must not leave an orphan chunk behind.
   WALFS_ASSIGN_OR_RETURN(MapSlot slot, FindRecord(tx, agno, Find::kEmpty, 0));
   const std::uint32_t bpc = sb_->blocks_per_chunk();
-  WALFS_ASSIGN_OR_RETURN(format::Extent e,
-                         alloc_->Alloc(tx, {.goal = sb_->AgStart(agno), .min = bpc, .want = bpc,
-                                            .align = bpc, .goal_ag_only = true}));
+  Result<format::Extent> got = alloc_->Alloc(tx, {.goal = sb_->AgStart(agno), .min = bpc, .want = bpc,
+                                                  .align = bpc, .goal_ag_only = true});
+  if (!got.ok()) {
+    tx->Release(slot.block);  // not logged: another AG may be tried, in order
+    return got.status();
+  }
+  const format::Extent e = *got;
   const auto start = static_cast<std::uint32_t>(e.disk_block - sb_->AgStart(agno));
   // Its 64 inodes, all free, written whole.
   for (std::uint32_t b = 0; b < bpc; ++b) {
@@ -122,6 +126,30 @@ Status InodeAllocator::WriteInode(FsTransaction* tx, const InodeCore& core) {
                                                      OffsetOf(core.ino),
                                                  format::kInodeSize));
   tx->LogRange(blk, OffsetOf(core.ino), OffsetOf(core.ino) + format::kInodeSize - 1);
+  return Status::Ok();
+}
+
+Status InodeAllocator::LogInode(FsTransaction* tx, std::uint64_t ino, const InodeCore* core,
+                                std::optional<std::uint64_t> next_unlinked) NO_THREAD_SAFETY_ANALYSIS {
+  constexpr std::uint32_t kNextOffset = 96;  // inode_format.h
+  WALFS_ASSIGN_OR_RETURN(BufRef blk, cache_->Read(BlockOf(ino), BlockType::kInodes));
+  tx->Hold(blk);
+  std::span<std::byte> block(reinterpret_cast<std::byte*>(Bytes(blk)), sb_->block_size);
+  char* raw = Bytes(blk) + OffsetOf(ino);
+  const std::uint64_t next = next_unlinked ? *next_unlinked : DecodeFixed64(raw + kNextOffset);
+  if (core != nullptr) {
+    WALFS_CHECK(core->ino == ino);
+    InodeCore c = *core;
+    c.next_unlinked = next;
+    format::EncodeInode(c, block.subspan(OffsetOf(ino), format::kInodeSize));
+    tx->LogRange(blk, OffsetOf(ino), OffsetOf(ino) + format::kInodeSize - 1);
+  } else {
+    EncodeFixed64(raw + kNextOffset, next);
+    // Its CRC current again for readers of the buffer (writeback and
+    // replay recompute every inode's anyway).
+    format::SealInodeBlock(block);
+    tx->LogRange(blk, OffsetOf(ino) + kNextOffset, OffsetOf(ino) + kNextOffset + 7);
+  }
   return Status::Ok();
 }
 

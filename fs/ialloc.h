@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "base/status.h"
 #include "fs/alloc.h"
@@ -51,6 +52,12 @@ class InodeAllocator {
   Status Unpick(FsTransaction* tx, std::uint64_t ino);
   // Holds the inode's chunk block and writes and logs the inode.
   Status WriteInode(FsTransaction* tx, const format::InodeCore& core);
+  // The same for an in-core inode whose unlinked-list link belongs to the
+  // chunk block, not to `core` (the mounted filesystem's rule, XFS's
+  // xfs_iunlink_update_inode): the link keeps the block's value unless
+  // `next_unlinked` is given.  With `core` null only the link changes.
+  Status LogInode(FsTransaction* tx, std::uint64_t ino, const format::InodeCore* core,
+                  std::optional<std::uint64_t> next_unlinked);
   // Reads an inode from its chunk block (locked only while it is decoded,
   // unless the transaction holds it; tx may be null).
   Result<format::InodeCore> ReadCore(FsTransaction* tx, std::uint64_t ino);

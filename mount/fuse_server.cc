@@ -399,41 +399,55 @@ void ControlReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off) {
 void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
   FuseServer* s = Server(req);
   if (ControlDir::IsControlIno(ino)) return ControlReadDir(req, ino, size, off);
-  std::vector<char> buf(size);
-  size_t used = 0;
-  Status failed;
+  // The entries that fit, listed under the directory's lock; for
+  // readdirplus each is looked up after the listing let the lock go (a
+  // lookup takes the same lock).
+  struct Item {
+    std::string name;
+    std::uint64_t child;
+    std::uint32_t type;
+    std::uint64_t next;
+  };
+  std::vector<Item> items;
+  size_t need_total = 0;
   Status st = s->fs()->ReadDir(s->ToFs(ino), static_cast<std::uint64_t>(off),
                                [&](std::string_view name, std::uint64_t child, std::uint32_t type, std::uint64_t next) {
     const std::string n(name);
-    if (!plus) {
-      struct stat sst {};
-      sst.st_ino = s->ToFuse(child);
-      sst.st_mode = type << 12;
-      const size_t need = fuse_add_direntry(req, buf.data() + used, size - used, n.c_str(), &sst, static_cast<off_t>(next));
-      if (need > size - used) return false;
-      used += need;
-      return true;
-    }
-    const size_t need = fuse_add_direntry_plus(req, nullptr, 0, n.c_str(), nullptr, 0);
-    if (need > size - used) return false;
-    fuse_entry_param e{};
-    if (name == "." || name == "..") {
-      e.attr.st_ino = s->ToFuse(child);
-      e.attr.st_mode = S_IFDIR;
-    } else {
-      Result<struct stat> r = s->fs()->Lookup(s->ToFs(ino), name);
-      if (!r.ok()) {
-        if (r.status().ToErrno() == ENOENT) return true;  // removed since the listing started
-        failed = r.status();
-        return false;
-      }
-      e = Entry(s, *r);
-    }
-    used += fuse_add_direntry_plus(req, buf.data() + used, size - used, n.c_str(), &e, static_cast<off_t>(next));
+    const size_t need = plus ? fuse_add_direntry_plus(req, nullptr, 0, n.c_str(), nullptr, 0)
+                             : fuse_add_direntry(req, nullptr, 0, n.c_str(), nullptr, 0);
+    if (need_total + need > size) return false;
+    need_total += need;
+    items.push_back({n, child, type, next});
     return true;
   });
   if (!st.ok()) return ReplyErr(req, st);
-  if (!failed.ok() && used == 0) return ReplyErr(req, failed);
+  std::vector<char> buf(size);
+  size_t used = 0;
+  for (const Item& it : items) {
+    if (!plus) {
+      struct stat sst {};
+      sst.st_ino = s->ToFuse(it.child);
+      sst.st_mode = it.type << 12;
+      used += fuse_add_direntry(req, buf.data() + used, size - used, it.name.c_str(), &sst,
+                                static_cast<off_t>(it.next));
+      continue;
+    }
+    fuse_entry_param e{};
+    if (it.name == "." || it.name == "..") {
+      e.attr.st_ino = s->ToFuse(it.child);
+      e.attr.st_mode = S_IFDIR;
+    } else {
+      Result<struct stat> r = s->fs()->Lookup(s->ToFs(ino), it.name);
+      if (!r.ok()) {
+        if (r.status().ToErrno() == ENOENT) continue;  // removed since it was listed
+        if (used == 0) return ReplyErr(req, r.status());
+        break;
+      }
+      e = Entry(s, *r);
+    }
+    used += fuse_add_direntry_plus(req, buf.data() + used, size - used, it.name.c_str(), &e,
+                                   static_cast<off_t>(it.next));
+  }
   fuse_reply_buf(req, buf.data(), used);
 }
 
@@ -588,14 +602,18 @@ FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options) : f
   control_ = std::make_unique<ControlDir>(std::move(src));
 }
 
-FuseServer::~FuseServer() {
+FuseServer::~FuseServer() { StopPolling(); }
+
+void FuseServer::StopPolling() {
   {
     std::lock_guard l(poll_mu_);
     stopping_ = true;
   }
   poll_cv_.notify_all();
   if (poll_thread_.joinable()) poll_thread_.join();
+  std::lock_guard l(poll_mu_);
   for (auto& [handle, ph] : polls_) fuse_pollhandle_destroy(ph);
+  polls_.clear();
 }
 
 void FuseServer::WatchPoll(std::uint64_t handle, fuse_pollhandle* ph) {

@@ -43,6 +43,8 @@ class FuseServer {
   // (fuse_lowlevel_notify_poll) once there is, checked every kPollCheckMs.
   void WatchPoll(std::uint64_t handle, fuse_pollhandle* ph);
   void ForgetPolls(std::uint64_t handle);  // the handle is released
+  // Stops the notifier (before the session it notifies is destroyed).
+  void StopPolling();
   static constexpr int kPollCheckMs = 20;
 
   // FUSE inode <-> filesystem inode.

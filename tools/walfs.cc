@@ -262,6 +262,7 @@ int main(int argc, char** argv) {
     fuse_loop_cfg_destroy(lc);
   }
   server.control().InterruptReaders();
+  server.StopPolling();  // it notifies through the session
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);
