@@ -12,6 +12,7 @@
 
 #include "base/block_device_file.h"
 #include "base/coding.h"
+#include "base/messages.h"
 #include "fs/format/ag_format.h"
 #include "fs/format/block_types.h"
 #include "fs/fs_op.h"
@@ -162,8 +163,9 @@ Result<std::uint64_t> Filesystem::Op::Commit() {
 
 // ---------------------------------------------------------------- mount
 
-Filesystem::Filesystem(BlockDevice* device, std::unique_ptr<BlockDevice> owned, const MountOptions& options)
-    : owned_device_(std::move(owned)), device_(device), options_(options) {
+Filesystem::Filesystem(BlockDevice* device, std::unique_ptr<BlockDevice> owned,
+                       std::unique_ptr<FaultDevice> fault, const MountOptions& options)
+    : owned_device_(std::move(owned)), fault_device_(std::move(fault)), device_(device), options_(options) {
   if (options_.norecovery) options_.read_only = true;
 }
 
@@ -188,14 +190,16 @@ Result<std::unique_ptr<Filesystem>> Filesystem::Mount(const MountOptions& option
   FileDeviceOptions fo;
   fo.engine = options.io_uring ? IoEngine::kAuto : IoEngine::kSync;
   WALFS_ASSIGN_OR_RETURN(std::unique_ptr<FileDevice> dev, FileDevice::Open(options.image, fo));
-  BlockDevice* raw = dev.get();
-  std::unique_ptr<Filesystem> fs(new Filesystem(raw, std::move(dev), options));
+  std::unique_ptr<FaultDevice> fault;
+  if (options.fault_injection) fault = std::make_unique<FaultDevice>(dev.get());
+  BlockDevice* raw = fault ? static_cast<BlockDevice*>(fault.get()) : dev.get();
+  std::unique_ptr<Filesystem> fs(new Filesystem(raw, std::move(dev), std::move(fault), options));
   WALFS_RETURN_IF_ERROR(fs->Start());
   return fs;
 }
 
 Result<std::unique_ptr<Filesystem>> Filesystem::MountDevice(BlockDevice* device, const MountOptions& options) {
-  std::unique_ptr<Filesystem> fs(new Filesystem(device, nullptr, options));
+  std::unique_ptr<Filesystem> fs(new Filesystem(device, nullptr, nullptr, options));
   WALFS_RETURN_IF_ERROR(fs->Start());
   return fs;
 }
@@ -233,6 +237,8 @@ Status Filesystem::Start() {
     return Status::Corruption(fmt::format("root inode {} is not a directory", sb_.root_ino));
   root->pinned = true;
   if (!options_.read_only) WALFS_RETURN_IF_ERROR(ProcessUnlinkedLists());
+  Message(Severity::kInfo, "{}: mounted{}; {}", options_.image.empty() ? device_->Describe() : options_.image,
+          options_.read_only ? " read-only" : "", recovery_summary_);
   return Status::Ok();
 }
 
@@ -255,11 +261,21 @@ Status Filesystem::Unmount() {
     // Unlinked inodes the kernel never forgot stay on their lists; the next
     // mount frees them.
     s = log_->Close();
+    // A close that failed (a log or writeback error on the way) leaves items
+    // pinned or in the AIL: halt as a crash would before they are destroyed.
+    if (!s.ok()) log_->Halt();
   } else {
     log_->Halt();
   }
   DestroyComponents();
   if (s.ok() && !options_.read_only) s = MarkUnmountedClean(device_, &sb_);
+  const std::string name = options_.image.empty() ? device_->Describe() : options_.image;
+  if (s.ok()) {
+    Message(Severity::kInfo, "{}: unmounted cleanly", name);
+  } else {
+    Message(Severity::kError, "{}: unmounted with the log not closed ({}); the next mount recovers it", name,
+            s.ToString());
+  }
   return s;
 }
 
@@ -365,7 +381,7 @@ void Filesystem::Forget(std::uint64_t ino, std::uint64_t n) {
   if (!ip) return;
   if (ip->Core().nlink == 0 && !options_.read_only && !log_->IsShutdown()) {
     Status s = Inactivate(ip);
-    if (!s.ok()) fmt::print(stderr, "walfs: freeing unlinked inode {}: {}\n", ino, s.ToString());
+    if (!s.ok()) Message(Severity::kError, "{}: freeing unlinked inode {}: {}", options_.image, ino, s.ToString());
   }
   ip.reset();
   icache_->Evict(ino);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/block_device.h"
+#include "base/block_device_fault.h"
 #include "base/status.h"
 #include "fs/alloc.h"
 #include "fs/buf_cache.h"
@@ -46,6 +47,10 @@ struct MountOptions {
   std::uint32_t logbsize = 32 * 1024;
   bool io_uring = true;     // false: pread/pwrite
   std::size_t buffer_cache = 16384;
+  // Mount() puts a FaultDevice (base/block_device_fault.h) between the
+  // filesystem and the image, so tests can fail its writes, flushes and
+  // reads at run time (fault_device()); the mount's `-o fault_injection`.
+  bool fault_injection = false;
 };
 
 // Who is asking (new files' owners).
@@ -86,6 +91,8 @@ class Filesystem {
   bool read_only() const { return options_.read_only; }
   const format::Superblock& superblock() const { return sb_; }
   std::string Describe() const;  // one line: device, geometry, recovery
+  // The fault injector of a mount with MountOptions::fault_injection, else null.
+  FaultDevice* fault_device() const { return fault_device_.get(); }
 
   // ---- Namespace ----
   // Lookup and every call that returns a new entry's attributes add one to
@@ -136,7 +143,8 @@ class Filesystem {
  private:
   class Op;
   friend class Op;
-  Filesystem(BlockDevice* device, std::unique_ptr<BlockDevice> owned, const MountOptions& options);
+  Filesystem(BlockDevice* device, std::unique_ptr<BlockDevice> owned, std::unique_ptr<FaultDevice> fault,
+             const MountOptions& options);
   Status Start();
   void DestroyComponents();
   Status ProcessUnlinkedLists();
@@ -173,6 +181,7 @@ class Filesystem {
   void UnreserveBlocks(std::uint64_t n);
 
   std::unique_ptr<BlockDevice> owned_device_;
+  std::unique_ptr<FaultDevice> fault_device_;  // over owned_device_ (destroyed first)
   BlockDevice* const device_;
   MountOptions options_;
   format::Superblock sb_;

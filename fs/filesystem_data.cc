@@ -119,7 +119,14 @@ Status Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t offset, const c
     Extent e = *got;
     e.file_block = pos;
     const std::string buf = padded(pos, pos + e.length);
-    WALFS_RETURN_IF_ERROR(device_->Write(e.disk_block * bs, buf.data(), buf.size()));
+    if (Status w = device_->Write(e.disk_block * bs, buf.data(), buf.size()); !w.ok()) {
+      // The data did not land: give the blocks back in the same transaction
+      // (a dirty one cannot be cancelled without shutting the filesystem
+      // down), so a failed data write is only the writer's EIO.
+      WALFS_RETURN_IF_ERROR(alloc_->Free(op.tx(), e.disk_block, e.length));
+      WALFS_RETURN_IF_ERROR(op.Commit().status());
+      return w;
+    }
     ip->data_dirty.store(true, std::memory_order_relaxed);
     InodeCore c = ip->Core();
     WALFS_RETURN_IF_ERROR(maps_->Map(op.tx(), &c, e));

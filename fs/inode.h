@@ -31,7 +31,7 @@ namespace walfs::fs {
 
 class Inode {
  public:
-  explicit Inode(const format::InodeCore& core) : ino(core.ino), core(core) {}
+  explicit Inode(const format::InodeCore& c) : ino(c.ino), core(c) {}
 
   const std::uint64_t ino;
   // Serialises an operation's changes (exclusive) against its readers

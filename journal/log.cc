@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "base/messages.h"
 #include "base/coding.h"
 #include "journal/log_head.h"
 #include "journal/log_reader.h"
@@ -195,7 +196,9 @@ void Log::Shutdown(const Status& why) {
     status_ = why.IsShutdown() ? why : Status::Shutdown(fmt::format("log shut down: {}", why.ToString()));
   }
   shutdown_.store(true, std::memory_order_release);
-  fmt::print(stderr, "walfs: log shut down: {}\n", why.ToString());
+  Message(Severity::kError,
+          "log shut down: {}; nothing more is written: unmount, and the next mount recovers the log",
+          why.ToString());
   if (space_) space_->Shutdown();
   if (ail_) ail_->Shutdown();
   if (cil_) cil_->Shutdown(why);

@@ -34,6 +34,7 @@ enum class Kind : std::uint8_t {
   kEventEnable,      // events/<subsystem>/<event>/enable
   kEventFormat,      // events/<subsystem>/<event>/format
   kOption,
+  kExtra,  // one of Sources::files
 };
 
 }  // namespace internal
@@ -71,6 +72,7 @@ struct ControlNode {
   Kind kind = Kind::kDir;
   bool writable = false;
   ControlOption option = ControlOption::kWakeup;  // kOption
+  std::size_t extra = 0;                           // kExtra: index in Sources::files
   const tracing::EventDef* event = nullptr;  // kEventDir, kEventEnable, kEventFormat
   std::string subsystem;                     // kSubsystemDir, kSubsystemEnable
   std::uint64_t ino = 0;
@@ -82,6 +84,8 @@ struct ControlHandle {
   // Copied from the node at open; never change.
   Kind kind = Kind::kDir;
   ControlOption option = ControlOption::kWakeup;  // kOption
+  std::size_t extra = 0;                           // kExtra
+  bool snapshot = false;  // the text is taken at open (stats, trace, snapshot extras)
   const tracing::EventDef* event = nullptr;
   std::string subsystem;
   bool readable = false;
@@ -136,6 +140,12 @@ ControlDir::ControlDir(Sources sources)
                       static_cast<bool>(src_.set_grant_wake));
     n->option = ControlOption::kGrantWake;
     AddLocked(options, std::move(n));
+  }
+  for (std::size_t i = 0; i < src_.files.size(); ++i) {
+    WALFS_CHECK_MSG(static_cast<bool>(src_.files[i].read), "a control file without a reader");
+    auto n = MakeNode(src_.files[i].name, Kind::kExtra, static_cast<bool>(src_.files[i].write));
+    n->extra = i;
+    AddLocked(root, std::move(n));
   }
   SyncCatalogueLocked();
 }
@@ -259,6 +269,9 @@ Result<ControlDir::Opened> ControlDir::Open(std::uint64_t ino, int flags) {
     if (h->writable && !n->writable) return Status::FromErrno(EACCES, n->name);
     h->kind = n->kind;
     h->option = n->option;
+    h->extra = n->extra;
+    h->snapshot = n->kind == Kind::kStats || n->kind == Kind::kTrace ||
+                  (n->kind == Kind::kExtra && src_.files[n->extra].snapshot);
     h->event = n->event;
     h->subsystem = n->subsystem;
   }
@@ -267,7 +280,7 @@ Result<ControlDir::Opened> ControlDir::Open(std::uint64_t ino, int flags) {
     MutexLock hl(&h->mu);
     if (h->kind == Kind::kTracePipe) h->reader = std::make_unique<tracing::TraceReader>(src_.tracer);
     // `stats` and `trace` are snapshots: what open saw is what every read sees.
-    if (h->readable && (h->kind == Kind::kStats || h->kind == Kind::kTrace)) {
+    if (h->readable && h->snapshot) {
       h->text = Render(*h);
       h->have_text = true;
     }
@@ -306,8 +319,7 @@ Result<std::string> ControlDir::Read(std::uint64_t handle, std::uint64_t offset,
   MutexLock l(&h->mu);
   // Value files are made again by a read from the start, as seq_file does, so
   // that `cat` after a write on the same descriptor sees the new value.
-  const bool snapshot = h->kind == Kind::kStats || h->kind == Kind::kTrace;
-  if (!h->have_text || (offset == 0 && !snapshot)) {
+  if (!h->have_text || (offset == 0 && !h->snapshot)) {
     h->text = Render(*h);
     h->have_text = true;
   }
@@ -392,6 +404,7 @@ std::string ControlDir::Render(const Handle& h) const {
     case Kind::kOption:
       if (h.option == ControlOption::kGrantWake) return src_.get_grant_wake() + "\n";
       return TracerOptionText(h.option, src_.tracer->options());
+    case Kind::kExtra: return src_.files[h.extra].read();
     case Kind::kDir:
     case Kind::kSubsystemDir:
     case Kind::kEventDir:
@@ -408,6 +421,7 @@ Status ControlDir::Apply(const Handle& h, std::string_view value) {
       src_.tracer->Clear();
       return Status::Ok();
     case Kind::kOption: return ApplyOption(h.option, value);
+    case Kind::kExtra: return src_.files[h.extra].write(value);
     default: break;
   }
   bool on = false;

@@ -14,7 +14,7 @@
 //
 // The tree (every file's size is 0, as in procfs: readers read to EOF):
 //
-//   README  stats  trace  trace_pipe  tracing_on
+//   README  stats  trace  trace_pipe  tracing_on  [Sources::files...]
 //   events/enable  events/<subsystem>/enable  events/<subsystem>/<event>/{enable,format}
 //   options/{wakeup,wakeup_delay_us,buffer_percent,safety_timeout_ms,recursion,
 //            overwrite,buffer_size_kb,trace_clock,grant_wake}
@@ -63,6 +63,14 @@ class ControlDir {
     std::function<std::string()> get_grant_wake;
     std::function<Status(std::string_view)> set_grant_wake;
     std::uint64_t parent_ino = 1;                  // the mount's root (FUSE_ROOT_ID): `..` of .walfs
+    // More files at the top of the tree (the mount's `messages`, `fault`).
+    struct File {
+      std::string name;
+      std::function<std::string()> read;                // required
+      std::function<Status(std::string_view)> write;    // none: the file is read-only
+      bool snapshot = true;  // the text is taken at open (else again at every read from 0)
+    };
+    std::vector<File> files;
   };
 
   // What a control node looks like to stat(2).  uid/gid are the adapter's.

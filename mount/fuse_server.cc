@@ -7,13 +7,16 @@
 
 #include <chrono>
 #include <cstring>
-#include <type_traits>
+#include <memory>
 #include <mutex>
+#include <type_traits>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "base/block_device_fault_command.h"
+#include "base/messages.h"
 #include "journal/wake_mode.h"
 #include "mount/fuse_events.h"
 #include "tracing/tracer.h"
@@ -29,24 +32,17 @@ int ErrnoOf(const Status& s) {
   return e > 0 ? e : EIO;
 }
 
-// Errors that mean the filesystem is damaged or failing are logged (once
-// per distinct message in a row); the expected ones (ENOENT, EEXIST, ...)
-// are the caller's business.
+// Errors that mean the filesystem is damaged or failing go to the message
+// log (which keeps a run of one message as a count); the expected ones
+// (ENOENT, EEXIST, ENODATA, ...: kInternal carries the errnos no other code
+// names) are the caller's business.
 void LogSerious(const Status& s) {
   switch (s.code()) {
     case StatusCode::kCorruption:
     case StatusCode::kShutdown:
     case StatusCode::kIoError:
-    case StatusCode::kInternal: {
-      static std::mutex mu;
-      static std::string last;
-      std::lock_guard l(mu);
-      const std::string msg = s.ToString();
-      if (msg == last) return;
-      last = msg;
-      fmt::print(stderr, "walfs: {}\n", msg);
+      Message(Severity::kError, "{}", s.ToString());
       return;
-    }
     default:
       return;
   }
@@ -599,6 +595,30 @@ FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options) : f
     return fs->SetWakeMode(m);
   };
   src.parent_ino = FUSE_ROOT_ID;
+  src.files.push_back({.name = "messages", .read = [] { return Messages::Get().Text(); }, .write = {}});
+  if (FaultDevice* dev = fs->fault_device()) {
+    // The last command applied, for reads of the file.
+    struct Last {
+      std::mutex mu;
+      std::string command;
+    };
+    auto last = std::make_shared<Last>();
+    src.files.push_back({.name = "fault",
+                         .read =
+                             [dev, last] {
+                               std::lock_guard l(last->mu);
+                               return FaultText(*dev, last->command);
+                             },
+                         .write =
+                             [dev, last](std::string_view command) -> Status {
+                               WALFS_RETURN_IF_ERROR(ApplyFaultCommand(dev, command));
+                               Message(Severity::kWarning, "fault injection: {}", command);
+                               std::lock_guard l(last->mu);
+                               last->command = std::string(command);
+                               return Status::Ok();
+                             },
+                         .snapshot = false});
+  }
   control_ = std::make_unique<ControlDir>(std::move(src));
 }
 

@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "base/messages.h"
 #include "fs/filesystem.h"
 #include "journal/wake_mode.h"
 #include "mount/fuse_server.h"
@@ -39,6 +40,7 @@ struct Config {
   int ro = 0;
   int norecovery = 0;
   int sync_io = 0;  // io=sync: pread/pwrite instead of io_uring
+  int fault_injection = 0;
   char* trace_wakeup = nullptr;
   unsigned trace_delay_us = 0;
   char* trace_recursion = nullptr;
@@ -63,6 +65,7 @@ const fuse_opt kOptions[] = {
     WALFS_OPT("writeback_cache", writeback_cache),
     WALFS_OPT("norecovery", norecovery),
     WALFS_OPT("io=sync", sync_io),
+    WALFS_OPT("fault_injection", fault_injection),
     WALFS_OPT("trace_wakeup=%s", trace_wakeup),
     WALFS_OPT("trace_delay_us=%u", trace_delay_us),
     WALFS_OPT("trace_recursion=%s", trace_recursion),
@@ -97,6 +100,7 @@ void Usage(const char* prog) {
       "  -o threads=N            FUSE worker threads kept idle (default: libfuse's 10)\n"
       "  -o writeback_cache      let the kernel cache writes\n"
       "  -o io=sync              pread/pwrite instead of io_uring\n"
+      "  -o fault_injection      testing: fail the image's I/O on command (MOUNTPOINT/.walfs/fault)\n"
       "  -o trace_wakeup=immediate|deferred, trace_delay_us=N, trace_recursion=safe|fast|context,\n"
       "     trace_buffer_kb=N    tracer options (also in MOUNTPOINT/.walfs/options/)\n"
       "FUSE options (-o allow_other, default_permissions, ...): see mount.fuse3(8).\n",
@@ -158,6 +162,7 @@ int main(int argc, char** argv) {
   mo.logbufs = cfg.logbufs;
   mo.logbsize = cfg.logbsize;
   mo.io_uring = !cfg.sync_io;
+  mo.fault_injection = cfg.fault_injection != 0;
   if (cfg.wake) {
     auto m = walfs::journal::ParseWakeMode(cfg.wake);
     if (!m.ok()) return Fail(fmt::format("wake={}: {}", cfg.wake, m.status().message()));
@@ -199,6 +204,9 @@ int main(int argc, char** argv) {
     close(report[0]);
     setsid();
   }
+  // Messages (mount, recovery, errors, shutdown): a detached daemon's go to
+  // syslog, a foreground one's to stderr; both are in MOUNTPOINT/.walfs/messages.
+  walfs::Messages::Get().SetSink(cmd.foreground ? walfs::Messages::Sink::kStderr : walfs::Messages::Sink::kSyslog);
   auto report_and_exit = [&](const std::string& msg) {
     const std::string line = fmt::format("walfs: {}\n", msg);
     if (report[1] >= 0) {
@@ -266,11 +274,7 @@ int main(int argc, char** argv) {
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);
-  walfs::Status s = (*fs)->Unmount();
-  if (!s.ok()) {
-    fmt::print(stderr, "walfs: unmount of {}: {}\n", cfg.image, s.ToString());
-    return 1;
-  }
-  if (cmd.foreground) fmt::print(stderr, "walfs: {}: unmounted cleanly\n", cfg.image);
+  walfs::Status s = (*fs)->Unmount();  // says how it went in the messages
+  if (!s.ok()) return 1;
   return rc < 0 ? 1 : 0;
 }

@@ -175,8 +175,10 @@ class WalfsMount {
            "\"); walfs output:\n" + Slurp(log_);
   }
 
-  // Unmounts and waits for the daemon to exit 0; returns an error or "".
-  std::string Unmount() {
+  // Unmounts and waits for the daemon to exit with `want_status` (0: a clean
+  // unmount; 1: the filesystem had shut down, the log is left for recovery);
+  // returns an error or "".
+  std::string Unmount(int want_status = 0) {
     if (pid_ <= 0) return "";
     std::string err;
     ToolRun um = RunTool("fusermount3 -u " + mnt_);
@@ -198,7 +200,7 @@ class WalfsMount {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     pid_ = -1;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != want_status) {
       return err + "walfs " + Describe(status) + " after unmount; its output:\n" + Slurp(log_);
     }
     return err.empty() ? "" : err + "walfs output:\n" + Slurp(log_);
@@ -408,6 +410,19 @@ unsigned long long MountedFs::FsBytes() const {
   struct statvfs sv {};
   if (statvfs(dir_.c_str(), &sv) != 0) return 0;
   return static_cast<unsigned long long>(sv.f_blocks) * sv.f_frsize;
+}
+
+void MountedFs::RemountAfterShutdown(const std::vector<std::string>& options) {
+  ASSERT_TRUE(OnWalfs()) << "RemountAfterShutdown needs walfs";
+  const std::string um = suite->mount->Unmount(1);
+  ASSERT_EQ(um, "") << "unmount of a shut-down filesystem";
+  const std::string fsck = suite->mount->Fsck();
+  // Clean when nothing reached the log after the last clean state (the
+  // failed write was the first), else a log left for recovery.
+  ASSERT_TRUE(fsck.empty() || fsck.find("not replayed") != std::string::npos)
+      << "fsck -n of a shut-down filesystem's image:\n" << fsck;
+  suite->failure = suite->mount->Mount(options);
+  ASSERT_EQ(suite->failure, "") << "mount again (recovery)";
 }
 
 void MountedFs::Remount(const std::vector<std::string>& options) {

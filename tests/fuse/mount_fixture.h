@@ -81,6 +81,10 @@ class MountedFs : public ::testing::Test {
 
   // Unmount, fsck -n (must be clean), mount again.  Walfs only.
   void Remount(const std::vector<std::string>& options = {});
+  // For a filesystem that shut down: unmount (the daemon must exit 1, the
+  // log not closed), fsck -n (clean, or only the log left to replay), mount
+  // again (recovery runs).  Walfs only.
+  void RemountAfterShutdown(const std::vector<std::string>& options = {});
 
   static ToolRun RunTool(const std::string& command) { return testing::RunTool(command); }
 
