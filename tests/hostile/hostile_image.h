@@ -1,0 +1,70 @@
+// Hostile images (docs/hostile_images.md): a populated walfs image built on
+// a MemoryDevice, and a catalogue of its metadata blocks by kind, so that a
+// mutator can pick "an extent B+tree node" or "a log record" and damage it.
+//
+//   WALFS_ASSIGN_OR_RETURN(BaseImage base, BuildBaseImage(Flavour::kCrashed));
+//   for (const MetaBlock& b : base.blocks[static_cast<int>(BlockKind::kDirNode)]) ...
+//
+// The image holds: a directory big enough to be a multi-level B+tree, a
+// small inline one, a file whose extent map is a B+tree (many extents with
+// holes), unwritten (fallocated) extents, a file with small and large
+// xattrs (an xattr B+tree), short and long symlinks, a hard link, a device
+// node; the crashed flavour also an unlinked-but-open file and a log with
+// committed transactions that recovery must replay.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "fs/format/superblock_format.h"
+
+namespace walfs::hostile {
+
+enum class Flavour : std::uint8_t {
+  kClean = 0,    // cleanly unmounted: the log holds an unmount record
+  kCrashed = 1,  // the Filesystem destroyed without Unmount: a dirty log
+};
+std::string_view FlavourName(Flavour f);
+
+// What a metadata block is, as the mutator chooses targets.
+enum class BlockKind : std::uint8_t {
+  kSuperblock = 0,
+  kAgHeader,
+  kBitmap,
+  kImap,
+  kInodeChunk,  // an inode chunk block holding at least one in-use inode
+  kDirNode,     // a node of the big directory's B+tree
+  kExtentNode,  // a node of the many-extent file's map
+  kXattrNode,   // a node of the xattr file's xattr tree
+  kLogRecord,   // a record between the log's tail and head (or the unmount record)
+  kCount,
+};
+inline constexpr int kBlockKinds = static_cast<int>(BlockKind::kCount);
+std::string_view BlockKindName(BlockKind k);
+
+// One target: a metadata block (byte offset and length of the block), or a
+// log record (its offset and on-disk length, whole sectors).
+struct MetaBlock {
+  std::uint64_t offset = 0;
+  std::uint32_t length = 0;
+  std::uint64_t blkno = 0;        // filesystem block (records: the first block they touch)
+  std::vector<std::uint32_t> in_use_inodes;  // kInodeChunk: slots of in-use inodes
+};
+
+struct BaseImage {
+  Flavour flavour = Flavour::kClean;
+  std::vector<std::byte> image;
+  fs::format::Superblock sb;
+  std::array<std::vector<MetaBlock>, kBlockKinds> blocks;
+  std::uint64_t big_dir_ino = 0, extent_file_ino = 0, xattr_file_ino = 0;
+};
+
+inline constexpr std::uint64_t kImageBytes = 24ull << 20;
+
+Result<BaseImage> BuildBaseImage(Flavour flavour);
+
+}  // namespace walfs::hostile

@@ -1,0 +1,44 @@
+// Damaging one metadata block of a base image (docs/hostile_images.md,
+// "Mutations"), deterministically from a seed:
+//
+//   std::vector<std::byte> image = base.image;
+//   Mutation m = Mutate(base, seed, &image);
+//
+// The seed picks the block kind, the block, and one of: flip 1-4 bits,
+// overwrite 1-8 bytes, set an aligned 1/2/4/8-byte field to an extreme
+// value (0, 1, all ones, signed min/max, +-1, random), zero the whole
+// structure, or break its magic.  Then, for half the seeds, the checksums
+// are made current again (SealBlock, SealInodeBlock, the superblock's CRC,
+// a log record re-encoded around its changed payload or header), so the
+// semantic checks behind the CRC are what meets the damage.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tests/hostile/hostile_image.h"
+
+namespace walfs::hostile {
+
+enum class MutationOp : std::uint8_t { kFlipBits, kRandomBytes, kExtremeField, kZero, kBadMagic, kCount };
+inline constexpr int kMutationOps = static_cast<int>(MutationOp::kCount);
+std::string_view MutationOpName(MutationOp op);
+
+struct Mutation {
+  BlockKind kind = BlockKind::kSuperblock;
+  MutationOp op = MutationOp::kFlipBits;
+  std::uint64_t blkno = 0;
+  bool resealed = false;
+  bool changed = false;    // the image differs from the base
+  // fsck must report something: a clean image whose in-use metadata no
+  // longer checks out (a CRC left bad, or a magic broken).
+  bool must_flag = false;
+  std::string description;  // "extent_node blk 1234: set u32 @52 = 0xffffffff, resealed"
+};
+
+// kind < 0: chosen by the seed.
+Mutation Mutate(const BaseImage& base, std::uint64_t seed, std::vector<std::byte>* image, int kind = -1);
+
+}  // namespace walfs::hostile
