@@ -187,6 +187,7 @@ void Filesystem::DestroyComponents() {
 Result<std::unique_ptr<Filesystem>> Filesystem::Mount(const MountOptions& options) {
   FileDeviceOptions fo;
   fo.engine = options.io_uring ? IoEngine::kAuto : IoEngine::kSync;
+  fo.exclusive = true;  // one mount per image (base/file_lock.h)
   WALFS_ASSIGN_OR_RETURN(std::unique_ptr<FileDevice> dev, FileDevice::Open(options.image, fo));
   BlockDevice* raw = dev.get();
   std::unique_ptr<Filesystem> fs(new Filesystem(raw, std::move(dev), options));
