@@ -25,6 +25,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr decltype(statfs::f_type) kFuseSuperMagic = 0x65735546;  // linux/magic.h FUSE_SUPER_MAGIC
+
 // True when a fuse.walfs mount at `mnt` answers: the last one listed there
 // is walfs and statfs (which always reaches the daemon) works.  A dead mount
 // left by a killed daemon fails statfs with ENOTCONN.  (No unescaping: the
@@ -42,8 +44,10 @@ bool LiveWalfsMount(const std::string& mnt) {
     std::istringstream rest(line.substr(dash + 3));
     rest >> type;
   }
+  // The filesystem type too: between walfs detaching a dead mount and
+  // mounting its own, statfs reaches the directory underneath.
   struct statfs sf = {};
-  return type == "fuse.walfs" && ::statfs(mnt.c_str(), &sf) == 0;
+  return type == "fuse.walfs" && ::statfs(mnt.c_str(), &sf) == 0 && sf.f_type == kFuseSuperMagic;
 }
 
 std::size_t FileSize(const std::string& path) {

@@ -164,10 +164,13 @@ class WalfsMount {
     std::string type;
     while (Clock::now() < deadline) {
       // A live mount: a dead one left by a killed daemon does not count
-      // (statfs always reaches the daemon; mount ids are reused).
+      // (statfs always reaches the daemon; mount ids are reused), nor the
+      // directory underneath, which statfs reaches between walfs detaching
+      // the dead mount and mounting its own.
       type = MountedFsType(mnt_);
       struct statfs sf {};
-      if (type == "fuse.walfs" && statfs(mnt_.c_str(), &sf) == 0) return "";
+      if (type == "fuse.walfs" && statfs(mnt_.c_str(), &sf) == 0 && sf.f_type == 0x65735546 /* FUSE_SUPER_MAGIC */)
+        return "";
       int status;
       if (waitpid(pid_, &status, WNOHANG) == pid) {
         pid_ = -1;
