@@ -15,6 +15,7 @@
 
 #include "base/block_device_uring.h"
 #include "base/block_device_worker.h"
+#include "base/file_lock.h"
 
 namespace walfs {
 
@@ -85,6 +86,7 @@ Result<std::unique_ptr<FileDevice>> FileDevice::Open(const std::string& path,
   if (fd < 0) return Status::FromErrno(errno, fmt::format("open {}", path));
   FdCloser closer(fd);
   const bool direct = options.direct_io && direct_reason.empty();
+  if (options.exclusive) WALFS_RETURN_IF_ERROR(LockImage(fd, path));
 
   struct stat st = {};
   if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, fmt::format("fstat {}", path));

@@ -53,6 +53,9 @@ struct FileDeviceOptions {
   bool create = false;            // O_CREAT, and grow the file to size_bytes
   std::uint64_t size_bytes = 0;   // 0: the file's (or block device's) size
   unsigned ring_entries = 64;     // io_uring SQ size (a power of two is best)
+  // Take the image lock (base/file_lock.h) for as long as the device is
+  // open; EBUSY when another live process holds it.
+  bool exclusive = false;
 };
 
 class FileDevice final : public BlockDevice {

@@ -312,10 +312,10 @@ std::shared_ptr<ControlDir::Handle> ControlDir::FindHandle(std::uint64_t handle)
 }
 
 Result<std::string> ControlDir::Read(std::uint64_t handle, std::uint64_t offset, std::size_t size,
-                                     bool nonblock) {
+                                     bool nonblock, const std::function<bool()>& interrupted) {
   std::shared_ptr<Handle> h = FindHandle(handle);
   if (h == nullptr || !h->readable) return BadHandle(handle);
-  if (h->kind == Kind::kTracePipe) return ReadPipe(h.get(), size, nonblock);
+  if (h->kind == Kind::kTracePipe) return ReadPipe(h.get(), size, nonblock, interrupted);
   MutexLock l(&h->mu);
   // Value files are made again by a read from the start, as seq_file does, so
   // that `cat` after a write on the same descriptor sees the new value.
@@ -339,7 +339,8 @@ void ControlDir::PullPipe(Handle* h, std::size_t max_events, std::size_t size, s
   if (size > 0 && !h->text.empty()) *out = TakeLines(&h->text, size);
 }
 
-Result<std::string> ControlDir::ReadPipe(Handle* h, std::size_t size, bool nonblock) {
+Result<std::string> ControlDir::ReadPipe(Handle* h, std::size_t size, bool nonblock,
+                                         const std::function<bool()>& interrupted) {
   if (size == 0) return std::string();
   // Interrupts are an edge: only one raised after this read began ends it.
   const std::uint64_t interrupts = interrupts_.load(std::memory_order_acquire);
@@ -352,6 +353,7 @@ Result<std::string> ControlDir::ReadPipe(Handle* h, std::size_t size, bool nonbl
     if (!out.empty()) return out;
     if (nonblock) return Status::WouldBlock("trace_pipe: no events to read");
     if (interrupts_.load(std::memory_order_acquire) != interrupts) return std::string();
+    if (interrupted && interrupted()) return Status::FromErrno(EINTR, "trace_pipe: read interrupted");
     // No lock is held while waiting.  An InterruptReaders() that lands
     // between the check above and the wait below is seen after one slice.
     src_.tracer->WaitForData(kWaitSliceNs);

@@ -120,9 +120,15 @@ class ControlDir {
   // trace_pipe: consumes; waits for an event unless `nonblock` (WouldBlock,
   // EAGAIN); returns whole lines (one line is cut only when it alone exceeds
   // `size`); returns "" (EOF) when InterruptReaders() is called while it waits.
+  // While it waits, `interrupted` (if given) is asked once per wait slice;
+  // when it says true the read ends with EINTR.  The adapter passes
+  // fuse_req_interrupted: a reader killed by a signal must not leave a
+  // worker blocked here for good (after `umount -l` that blocked request
+  // would keep the whole connection, and the daemon, alive).
   // Other files: the bytes at `offset` of the handle's text.
   Result<std::string> Read(std::uint64_t handle, std::uint64_t offset, std::size_t size,
-                           bool nonblock) EXCLUDES(mu_);
+                           bool nonblock, const std::function<bool()>& interrupted = {})
+      EXCLUDES(mu_);
   // Each write is one whole value, whatever its offset (tracefs): trailing
   // whitespace is ignored, an invalid value is InvalidArgument (EINVAL) and
   // changes nothing.  Returns data.size().  EBADF without write access.
@@ -139,8 +145,8 @@ class ControlDir {
   void InterruptReaders();
 
   // How long a blocked trace_pipe read sleeps before it re-checks for an
-  // interrupt it may have raced with.
-  static constexpr std::int64_t kWaitSliceNs = 200'000'000;
+  // interrupt it may have raced with, or for its request's interruption.
+  static constexpr std::int64_t kWaitSliceNs = 100'000'000;
 
  private:
   using Node = internal::ControlNode;
@@ -157,7 +163,8 @@ class ControlDir {
   // Parses and applies one written, trimmed value.
   Status Apply(const Handle& h, std::string_view value) EXCLUDES(options_mu_);
   Status ApplyOption(ControlOption option, std::string_view value) EXCLUDES(options_mu_);
-  Result<std::string> ReadPipe(Handle* h, std::size_t size, bool nonblock);
+  Result<std::string> ReadPipe(Handle* h, std::size_t size, bool nonblock,
+                               const std::function<bool()>& interrupted);
   // Moves up to `size` bytes of whole lines from the handle into *out,
   // first consuming up to `max_events` events if it holds no text.
   void PullPipe(Handle* h, std::size_t max_events, std::size_t size, std::string* out);

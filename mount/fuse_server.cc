@@ -271,7 +271,11 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fu
 void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
   FuseServer* s = Server(req);
   if (ControlDir::IsControlIno(ino)) {
-    Result<std::string> r = s->control().Read(fi->fh, static_cast<std::uint64_t>(off), size, (fi->flags & O_NONBLOCK) != 0);
+    // A blocked trace_pipe read gives up (EINTR) once the kernel forwards a
+    // signal to its reader (FUSE_INTERRUPT); ControlDir asks between waits.
+    Result<std::string> r = s->control().Read(fi->fh, static_cast<std::uint64_t>(off), size,
+                                              (fi->flags & O_NONBLOCK) != 0,
+                                              [req] { return fuse_req_interrupted(req) != 0; });
     if (!r.ok()) return ReplyErr(req, r.status());
     return (void)fuse_reply_buf(req, r->data(), r->size());
   }

@@ -6,7 +6,8 @@
 //
 // What is checked is listed in fs/fsck.h.  Exit status, as e2fsck's:
 // 0 no problems, 1 problems found and all repaired, 4 problems left,
-// 8 the check could not run (not a walfs image, unreadable, bad usage).
+// 8 the check could not run (not a walfs image, unreadable, bad usage, or
+// mounted: a running walfs daemon holds the image's lock, base/file_lock.h).
 #include <cstdio>
 #include <string>
 
@@ -32,7 +33,8 @@ int Run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 8;
   }
-  auto dev = FileDevice::Open(image, {});
+  // Never beside a mount: its image changes under the check.
+  auto dev = FileDevice::Open(image, {.exclusive = true});
   if (!dev.ok()) {
     fmt::print(stderr, "fsck.walfs: {}: {}\n", image, dev.status().message());
     return 8;

@@ -8,7 +8,8 @@
 //
 // It refuses to overwrite an image that holds a walfs filesystem, or any
 // other filesystem or partition table libblkid recognises, unless -f is
-// given.  Exit status: 0 made, 1 refused or failed (with a one-line reason).
+// given, and an image a walfs daemon has mounted (or fsck.walfs is checking)
+// in any case: they hold its lock (base/file_lock.h).  Exit status: 0 made, 1 refused or failed (with a one-line reason).
 #include <blkid/blkid.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -25,6 +26,7 @@
 #include <fmt/format.h>
 
 #include "base/block_device_file.h"
+#include "base/file_lock.h"
 #include "fs/format/superblock_format.h"
 #include "fs/mkfs.h"
 
@@ -148,6 +150,24 @@ int Run(int argc, char** argv) {
   if (exists && S_ISBLK(st.st_mode) && size) return fail("is a block device: its size is its own, drop SIZE");
   if (exists && !S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode))
     return fail("is neither a regular file nor a block device");
+  // The lock is held on its own descriptor until mkfs exits (flock belongs
+  // to the open file, so the device below must not ask for it again).
+  int lock_fd = -1;
+  if (exists) {
+    lock_fd = ::open(image.c_str(), O_RDONLY | O_CLOEXEC);
+    if (lock_fd < 0) return fail(std::strerror(errno));
+    Status locked = LockImage(lock_fd, image);
+    if (!locked.ok()) {
+      ::close(lock_fd);
+      return fail(std::string(locked.message()));
+    }
+  }
+  struct LockCloser {
+    int fd;
+    ~LockCloser() {
+      if (fd >= 0) ::close(fd);
+    }
+  } lock_closer{lock_fd};
   if (exists && !force) {
     if (auto what = ExistingFilesystem(image))
       return fail(fmt::format("contains {}; use -f to overwrite it", *what));

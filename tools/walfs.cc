@@ -2,9 +2,11 @@
 // Also `mount -t fuse.walfs IMAGE MOUNTPOINT -o ...` and /etc/fstab
 // (mount.fuse3 runs this program).  README "Mounting" lists the options.
 //
-// Startup: the image is opened and recovered, the FUSE session mounted,
-// then (without -f) the daemon detaches; any failure before that is one
-// line on stderr and exit status 1.  Shutdown (umount, fusermount3 -u,
+// Startup: a dead mount left on MOUNTPOINT by a killed daemon is detached
+// (tools/stale_mount.h); then (without -f) the daemon detaches, and the
+// image is opened, locked (no second mount, mkfs or fsck while this one
+// runs: base/file_lock.h) and recovered, and the FUSE session mounted; any
+// failure before that is one line on stderr and exit status 1.  Shutdown (umount, fusermount3 -u,
 // SIGTERM/SIGINT/SIGHUP): the session ends, the log is forced, everything
 // written back, the unmount record written and the superblock marked
 // clean, and only then does the process exit (status 0).
@@ -25,6 +27,7 @@
 #include "fs/filesystem.h"
 #include "journal/wake_mode.h"
 #include "mount/fuse_server.h"
+#include "tools/stale_mount.h"
 #include "tracing/options.h"
 #include "tracing/tracer.h"
 
@@ -182,6 +185,12 @@ int main(int argc, char** argv) {
     if (!r.ok()) return Fail(fmt::format("trace_recursion={}: {}", cfg.trace_recursion, r.status().message()));
     trace_recursion = *r;
   }
+
+  // A dead mount left on the mountpoint by a killed daemon is detached
+  // (tools/stale_mount.h) before anything is opened, so a failure here
+  // leaves the image alone.
+  if (walfs::Status s = walfs::tools::ClearStaleMount(cmd.mountpoint, stderr); !s.ok())
+    return Fail(std::string(s.message()));
 
   // Detach first (our own fork, so the parent can report how the mount went):
   // no thread may exist before fork().

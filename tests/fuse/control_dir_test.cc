@@ -9,6 +9,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -180,6 +183,41 @@ TEST_F(ControlDir, PollOnTracePipeWaitsForEventsThenReportsThemReadable) {
   EXPECT_GT(read(fd, buf, sizeof buf), 0);
   close(fd);
   Put("events/fs/enable", "0");
+}
+
+// The request of a reader blocked on trace_pipe ends (EINTR) when its
+// reader is killed: otherwise, after `umount -l`, that one unanswered READ
+// keeps the lazily detached superblock -- and with it the connection and
+// the daemon -- alive for good.
+TEST_F(ControlDir, KilledTracePipeReaderLetsALazilyUnmountedDaemonExit) {
+  if (geteuid() != 0) GTEST_SKIP() << "umount -l needs root";
+  Put("tracing_on", "1");
+  Put("events/enable", "1");
+  const std::string pipe = ctl_ + "/trace_pipe";
+  const pid_t cat = fork();
+  ASSERT_SYS(cat);
+  if (cat == 0) {
+    const int null_fd = open("/dev/null", O_WRONLY);
+    dup2(null_fd, 1);
+    execlp("cat", "cat", pipe.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  usleep(500 * 1000);  // cat now waits in READ; nothing happens on the mount
+  ASSERT_SYS(umount2(Root().c_str(), MNT_DETACH));
+  kill(cat, SIGKILL);
+  int status = 0;
+  pid_t reaped = 0;
+  for (int i = 0; i < 500 && reaped == 0; ++i) {
+    reaped = waitpid(cat, &status, WNOHANG);
+    if (reaped == 0) usleep(10 * 1000);
+  }
+  EXPECT_EQ(reaped, cat) << "the killed reader still waits for walfs to answer its READ after 5 s";
+  EXPECT_EQ(WaitForDaemonExit(10), "") << "walfs must exit once its last user is gone";
+  if (reaped == 0) {
+    KillDaemon();  // releases cat, which is reaped below
+    waitpid(cat, &status, 0);
+  }
+  MountAgain();  // the suite's teardown unmounts and checks it
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -141,6 +142,7 @@ class WalfsMount {
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
+    log_from_ = LogSize();
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) return std::string("fork: ") + strerror(errno);
@@ -161,8 +163,14 @@ class WalfsMount {
     const auto deadline = Clock::now() + kMountTimeout;
     std::string type;
     while (Clock::now() < deadline) {
+      // A live mount: a dead one left by a killed daemon does not count
+      // (statfs always reaches the daemon; mount ids are reused), nor the
+      // directory underneath, which statfs reaches between walfs detaching
+      // the dead mount and mounting its own.
       type = MountedFsType(mnt_);
-      if (type == "fuse.walfs") return "";
+      struct statfs sf {};
+      if (type == "fuse.walfs" && statfs(mnt_.c_str(), &sf) == 0 && sf.f_type == 0x65735546 /* FUSE_SUPER_MAGIC */)
+        return "";
       int status;
       if (waitpid(pid_, &status, WNOHANG) == pid) {
         pid_ = -1;
@@ -206,6 +214,36 @@ class WalfsMount {
     return err.empty() ? "" : err + "walfs output:\n" + Slurp(log_);
   }
 
+  // SIGKILL, and reap: the mount is left dead (ENOTCONN), as after a crash.
+  void Kill() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    int status;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+  // Waits for the daemon to exit on its own; "" when it exited 0.
+  std::string WaitExit(std::chrono::seconds timeout) {
+    if (pid_ <= 0) return "walfs is not running";
+    const auto deadline = Clock::now() + timeout;
+    int status = 0;
+    while (waitpid(pid_, &status, WNOHANG) != pid_.load()) {
+      if (Clock::now() > deadline) return "walfs still runs after " + std::to_string(timeout.count()) + " s";
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    pid_ = -1;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+    return "walfs " + Describe(status) + "; its output:\n" + Slurp(log_);
+  }
+
+  const std::string& image() const { return image_; }
+  // What the daemon printed since it was last started.
+  std::string Output() const {
+    const std::string all = Slurp(log_);
+    return all.substr(std::min(log_from_, all.size()));
+  }
+
   std::string Fsck() {
     ToolRun r = RunTool(BinDir() + "/fsck.walfs -n " + image_);
     if (r.exit_code == 0) return "";
@@ -219,8 +257,14 @@ class WalfsMount {
     return "status " + std::to_string(status);
   }
 
+  std::size_t LogSize() const {
+    struct stat st {};
+    return stat(log_.c_str(), &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
+  }
+
   MountConfig config_;
   std::string tmp_, image_, mnt_, log_;
+  std::size_t log_from_ = 0;
   std::atomic<pid_t> pid_{-1};
 };
 
@@ -431,6 +475,22 @@ void MountedFs::Remount(const std::vector<std::string>& options) {
   ASSERT_EQ(um, "") << "unmount before remount";
   const std::string fsck = suite->mount->Fsck();
   ASSERT_EQ(fsck, "") << "fsck between unmount and mount";
+  suite->failure = suite->mount->Mount(options);
+  ASSERT_EQ(suite->failure, "") << "mount again";
+}
+
+std::string MountedFs::ImagePath() { return suite->mount->image(); }
+
+std::string MountedFs::DaemonOutput() { return suite->mount->Output(); }
+
+void MountedFs::KillDaemon() { suite->mount->Kill(); }
+
+std::string MountedFs::WaitForDaemonExit(int seconds) {
+  return suite->mount->WaitExit(std::chrono::seconds(seconds));
+}
+
+void MountedFs::MountAgain(const std::vector<std::string>& options) {
+  ASSERT_TRUE(OnWalfs()) << "MountAgain needs walfs";
   suite->failure = suite->mount->Mount(options);
   ASSERT_EQ(suite->failure, "") << "mount again";
 }

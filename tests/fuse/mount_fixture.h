@@ -86,6 +86,17 @@ class MountedFs : public ::testing::Test {
   // again (recovery runs).  Walfs only.
   void RemountAfterShutdown(const std::vector<std::string>& options = {});
 
+  // For crash and stale-mount tests (walfs only).  KillDaemon sends SIGKILL
+  // and reaps: the mount stays, dead (ENOTCONN).  MountAgain starts the
+  // daemon on the same image and mountpoint (no unmount, no fsck) and waits
+  // for a new mount.  WaitForDaemonExit: "" once the daemon exited 0 on its
+  // own, else why not.  DaemonOutput: what it printed since it last started.
+  static void KillDaemon();
+  static void MountAgain(const std::vector<std::string>& options = {});
+  static std::string WaitForDaemonExit(int seconds);
+  static std::string DaemonOutput();
+  static std::string ImagePath();
+
   static ToolRun RunTool(const std::string& command) { return testing::RunTool(command); }
 
  private:

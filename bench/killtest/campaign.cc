@@ -1,0 +1,198 @@
+#include "bench/killtest/campaign.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "bench/killtest/process.h"
+#include "bench/killtest/verify.h"
+
+namespace walfs::bench::killtest {
+
+namespace {
+
+std::string FirstLine(const std::string& text, std::string_view containing) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(pos, end - pos);
+    if (line.find(containing) != std::string::npos) return line;
+    pos = end + 1;
+  }
+  return "";
+}
+
+bool Executable(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
+
+}  // namespace
+
+Campaign::~Campaign() {
+  if (daemon_.pid > 0) {  // an early return: leave no mount behind
+    (void)UnmountAndWait(setup_, &daemon_, o_.timeout_s);
+    KillGroupAndReap(daemon_.pid);
+  }
+}
+
+Status Campaign::Prepare() {
+  std::string templ = o_.dir + "/walfs-killtest-XXXXXX";
+  if (::mkdtemp(templ.data()) == nullptr)
+    return Status::FromErrno(errno, fmt::format("mkdtemp in {}", o_.dir));
+  work_ = templ;
+  setup_ = {.bin_dir = o_.bin_dir, .image = work_ + "/image", .mnt = work_ + "/mnt",
+            .daemon_log = work_ + "/walfs.log"};
+  if (::mkdir(setup_.mnt.c_str(), 0755) != 0) return Status::FromErrno(errno, "mkdir mnt");
+  for (const char* tool : {"walfs", "mkfs.walfs", "fsck.walfs"}) {
+    if (!Executable(o_.bin_dir + "/" + tool))
+      return Status::NotFound(fmt::format("{}/{} is missing (--bin-dir)", o_.bin_dir, tool));
+  }
+  RunResult mkfs = Run({o_.bin_dir + "/mkfs.walfs", "-q", "-f", setup_.image, o_.image_size});
+  if (mkfs.exit_code != 0) return Status::IoError("mkfs.walfs failed: " + mkfs.output);
+  for (int w = 0; w < o_.writers; ++w)
+    for (int f = 0; f < o_.files_per_writer; ++f) files_.push_back({.id = {w, f}});
+  // The writers' directories, made durable once.
+  WALFS_ASSIGN_OR_RETURN(daemon_, StartDaemon(setup_, o_.timeout_s));
+  for (int w = 0; w < o_.writers; ++w) {
+    const std::string d = fmt::format("{}/w{}", setup_.mnt, w);
+    if (::mkdir(d.c_str(), 0755) != 0) return Status::FromErrno(errno, "mkdir " + d);
+  }
+  ::sync();
+  return UnmountAndWait(setup_, &daemon_, o_.timeout_s);
+}
+
+// Starts walfs-aim and fio (when enabled and present) in the mount.
+std::string Campaign::Loads(int round, std::vector<pid_t>* pids) {
+  if (o_.aim && Executable(o_.bin_dir + "/walfs-aim")) {
+    const std::string dir = setup_.mnt + "/aim";
+    if (::mkdir(dir.c_str(), 0755) != 0) return "mkdir aim: " + std::string(std::strerror(errno));
+    Result<pid_t> p = Spawn({o_.bin_dir + "/walfs-aim", dir, "-s", "2", "-e", "2", "-j", "100000",
+                             "--filesize", "4K", "--poolsize", "256K", "--seed",
+                             std::to_string(o_.seed + static_cast<std::uint64_t>(round))},
+                            LogTo(work_ + "/aim.log"));
+    if (!p.ok()) return std::string(p.status().message());
+    pids->push_back(*p);
+  }
+  const std::string job = fmt::format("{}/{}", o_.fio_dir,
+                                      round % 2 ? "seqwrite-1m-verify.fio" : "randwrite-4k-verify.fio");
+  if (o_.fio && Executable(o_.fio_dir + "/run-job.sh") && ::access(job.c_str(), R_OK) == 0) {
+    const std::string dir = setup_.mnt + "/fio";
+    if (::mkdir(dir.c_str(), 0755) != 0) return "mkdir fio: " + std::string(std::strerror(errno));
+    SpawnOptions so = LogTo(work_ + "/fio.log");
+    so.env = {"SIZE=" + o_.fio_size, "DIRECT=0", "IOENGINE=psync"};
+    // --loops: write and verify again and again until the kill.
+    Result<pid_t> p = Spawn({o_.fio_dir + "/run-job.sh", job, dir, "--loops=100000"}, so);
+    if (!p.ok()) return std::string(p.status().message());
+    pids->push_back(*p);
+  }
+  return "";
+}
+
+std::string Campaign::RemoveLoadDirs() {
+  for (const char* d : {"aim", "fio"}) {
+    std::error_code ec;
+    std::filesystem::remove_all(setup_.mnt + "/" + d, ec);
+    if (ec) return fmt::format("removing {}/{} after recovery: {}", setup_.mnt, d, ec.message());
+  }
+  return "";
+}
+
+RoundResult Campaign::RunRound(int round) {
+  RoundResult r;
+  r.round = round;
+  std::mt19937_64 rng(o_.seed * 0x9e3779b97f4a7c15ull + static_cast<std::uint64_t>(round));
+  r.delay_ms = o_.min_delay_ms +
+               static_cast<int>(rng() % static_cast<std::uint64_t>(o_.max_delay_ms - o_.min_delay_ms + 1));
+  const std::uint64_t round_seed = rng();
+
+  Result<Daemon> d = StartDaemon(setup_, o_.timeout_s);
+  if (!d.ok()) return r.failure = "mount: " + std::string(d.status().message()), r;
+  daemon_ = *d;
+
+  // The loads: our writers, then walfs-aim and fio.
+  std::vector<pid_t> loads;
+  std::vector<std::string> ledger_paths;
+  for (int w = 0; w < o_.writers; ++w) {
+    ledger_paths.push_back(fmt::format("{}/ledger-w{}", work_, w));
+    const int fd = ::open(ledger_paths.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return r.failure = "ledger: " + std::string(std::strerror(errno)), r;
+    std::vector<FileState> mine;
+    for (const FileState& f : files_)
+      if (f.id.writer == w) mine.push_back(f);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      RunWriter(o_.seed, round_seed + static_cast<std::uint64_t>(w), setup_.mnt, std::move(mine), fd);
+    }
+    ::close(fd);
+    if (pid < 0) return r.failure = "fork: " + std::string(std::strerror(errno)), r;
+    ::setpgid(pid, pid);
+    loads.push_back(pid);
+  }
+  if (std::string e = Loads(round, &loads); !e.empty()) r.failure = "loads: " + e;
+
+  // The crash.
+  std::this_thread::sleep_for(std::chrono::milliseconds(r.delay_ms));
+  const std::int64_t kill_ns = NowNs();
+  KillGroupAndReap(std::exchange(daemon_.pid, -1));
+  for (pid_t p : loads) KillGroupAndReap(p);
+  if (!r.failure.empty()) return r;
+  // statfs always reaches the (dead) daemon; stat may be served from cache.
+  struct statfs sf = {};
+  if (::statfs(setup_.mnt.c_str(), &sf) == 0 || errno != ENOTCONN)
+    return r.failure = fmt::format("after the kill, statfs {} gave {}, not ENOTCONN", setup_.mnt,
+                                   strerrorname_np(errno)), r;
+
+  // Recovery: walfs itself must clear the dead mount.
+  d = StartDaemon(setup_, o_.timeout_s);
+  if (!d.ok()) return r.failure = "remount after the kill: " + std::string(d.status().message()), r;
+  daemon_ = *d;
+  r.recovery_ms = d->mount_ms;
+  // "walfs: IMAGE: <device>; <geometry>; log recovered: N transactions, ..."
+  r.replayed = FirstLine(d->output, setup_.image + ": ");
+  if (const auto p = r.replayed.rfind("; "); p != std::string::npos) r.replayed = r.replayed.substr(p + 2);
+  if (FirstLine(d->output, "Transport endpoint is not connected").empty())
+    return r.failure = "walfs did not report the dead mount it replaced; it said:\n" + d->output, r;
+
+  std::vector<LedgerSummary> ledgers;
+  for (const std::string& p : ledger_paths) {
+    ledgers.push_back(ReadLedger(p, kill_ns));
+    r.ops_acked += ledgers.back().acks;
+    for (const std::string& e : ledgers.back().errors)
+      if (r.failure.empty()) r.failure = fmt::format("writer {}: {}", ledgers.size() - 1, e);
+  }
+  if (!r.failure.empty()) return r;
+  CheckOutcome check = CheckAndNormalise(o_.seed, setup_.mnt, ledgers, &files_);
+  r.files_checked = check.files_checked;
+  if (!check.failures.empty()) {
+    r.failure = fmt::format("{} file(s) lost acknowledged data:", check.failures.size());
+    for (const std::string& f : check.failures) r.failure += "\n  " + f;
+    return r;
+  }
+  if (std::string e = RemoveLoadDirs(); !e.empty()) return r.failure = e, r;
+
+  if (Status s = UnmountAndWait(setup_, &daemon_, o_.timeout_s); !s.ok())
+    return r.failure = "clean unmount after recovery: " + std::string(s.message()), r;
+  RunResult fsck = Run({o_.bin_dir + "/fsck.walfs", "-n", setup_.image});
+  r.fsck = fsck.exit_code == 0 ? "clean" : fmt::format("exit {}", fsck.exit_code);
+  if (fsck.exit_code != 0) r.failure = "fsck.walfs -n:\n" + fsck.output;
+  return r;
+}
+
+void Campaign::Finish(bool keep) {
+  if (keep || work_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(work_, ec);
+}
+
+}  // namespace walfs::bench::killtest

@@ -1,0 +1,67 @@
+// A kill-test campaign (docs/killtest.md): one fresh image, then rounds of
+// mount -> loads -> SIGKILL the daemon at a random moment -> remount (log
+// recovery) -> check every acknowledged fsync -> clean unmount -> fsck -n.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/killtest/daemon.h"
+#include "bench/killtest/writer.h"
+#include "base/status.h"
+
+namespace walfs::bench::killtest {
+
+struct CampaignOptions {
+  int rounds = 20;
+  std::uint64_t seed = 1;
+  std::string dir = "/dev/shm";  // where the image, ledgers and logs live
+  std::string bin_dir;           // walfs, mkfs.walfs, fsck.walfs, walfs-aim
+  std::string fio_dir;           // bench/fio ("" or missing: no fio load)
+  std::string image_size = "1g";
+  int writers = 4;
+  int files_per_writer = 8;
+  int min_delay_ms = 300;
+  int max_delay_ms = 4000;
+  bool aim = true;
+  bool fio = true;
+  std::string fio_size = "64m";
+  int timeout_s = 60;  // for a mount, an unmount, a load to die
+};
+
+struct RoundResult {
+  int round = 0;
+  int delay_ms = 0;
+  std::uint64_t ops_acked = 0;
+  std::uint64_t files_checked = 0;
+  double recovery_ms = 0;
+  std::string replayed;  // the daemon's recovery summary
+  std::string fsck = "-";
+  std::string failure;   // empty: the round survived
+};
+
+class Campaign {
+ public:
+  explicit Campaign(CampaignOptions options) : o_(std::move(options)) {}
+  ~Campaign();
+
+  // Makes the work directory and the image.
+  Status Prepare();
+  RoundResult RunRound(int round);
+  // Keeps the work directory (after a failure) or removes it.
+  void Finish(bool keep);
+  const std::string& work_dir() const { return work_; }
+
+ private:
+  std::string Loads(int round, std::vector<pid_t>* pids);
+  std::string RemoveLoadDirs();
+
+  const CampaignOptions o_;
+  std::string work_;
+  Setup setup_;
+  Daemon daemon_;
+  std::vector<FileState> files_;
+};
+
+}  // namespace walfs::bench::killtest

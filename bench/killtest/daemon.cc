@@ -1,0 +1,111 @@
+#include "bench/killtest/daemon.h"
+
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "bench/killtest/process.h"
+
+namespace walfs::bench::killtest {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr decltype(statfs::f_type) kFuseSuperMagic = 0x65735546;  // linux/magic.h FUSE_SUPER_MAGIC
+
+// True when a fuse.walfs mount at `mnt` answers: the last one listed there
+// is walfs and statfs (which always reaches the daemon) works.  A dead mount
+// left by a killed daemon fails statfs with ENOTCONN.  (No unescaping: the
+// killtest's own paths hold no spaces.)
+bool LiveWalfsMount(const std::string& mnt) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  std::string type;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, devno, root, point;
+    fields >> id >> parent >> devno >> root >> point;
+    const auto dash = line.find(" - ");
+    if (point != mnt || dash == std::string::npos) continue;
+    std::istringstream rest(line.substr(dash + 3));
+    rest >> type;
+  }
+  // The filesystem type too: between walfs detaching a dead mount and
+  // mounting its own, statfs reaches the directory underneath.
+  struct statfs sf = {};
+  return type == "fuse.walfs" && ::statfs(mnt.c_str(), &sf) == 0 && sf.f_type == kFuseSuperMagic;
+}
+
+std::size_t FileSize(const std::string& path) {
+  struct stat st = {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
+}
+
+}  // namespace
+
+Result<Daemon> StartDaemon(const Setup& setup, int timeout_s) {
+  const std::size_t log_from = FileSize(setup.daemon_log);
+  const auto start = Clock::now();
+  WALFS_ASSIGN_OR_RETURN(pid_t pid, Spawn({setup.bin_dir + "/walfs", setup.image, setup.mnt, "-f"},
+                                          LogTo(setup.daemon_log)));
+  Daemon d;
+  d.pid = pid;
+  const auto deadline = start + std::chrono::seconds(timeout_s);
+  for (;;) {
+    if (LiveWalfsMount(setup.mnt)) {
+      d.mount_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      d.output = Slurp(setup.daemon_log, log_from);
+      return d;
+    }
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      return Status::IoError(fmt::format("walfs {} before mounting; it said:\n{}",
+                                         DescribeStatus(status), Slurp(setup.daemon_log, log_from)));
+    }
+    if (Clock::now() >= deadline) {
+      KillGroupAndReap(pid);
+      return Status::IoError(fmt::format("no new fuse.walfs mount at {} after {} s; walfs said:\n{}",
+                                         setup.mnt, timeout_s, Slurp(setup.daemon_log, log_from)));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+Status UnmountAndWait(const Setup& setup, Daemon* daemon, int timeout_s) {
+  const std::size_t log_from = FileSize(setup.daemon_log);
+  if (::geteuid() == 0) {
+    if (::umount2(setup.mnt.c_str(), 0) != 0)
+      return Status::FromErrno(errno, fmt::format("umount {}", setup.mnt));
+  } else {
+    RunResult r = Run({"fusermount3", "-u", setup.mnt});
+    if (r.exit_code != 0)
+      return Status::IoError(fmt::format("fusermount3 -u {}: {}", setup.mnt, r.output));
+  }
+  std::optional<int> status = WaitFor(daemon->pid, std::chrono::seconds(timeout_s));
+  const pid_t pid = std::exchange(daemon->pid, -1);
+  if (!status) {
+    KillGroupAndReap(pid);
+    return Status::IoError(fmt::format("walfs did not exit within {} s of the unmount", timeout_s));
+  }
+  if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
+    return Status::IoError(fmt::format("walfs {} after a clean unmount; it said:\n{}",
+                                       DescribeStatus(*status), Slurp(setup.daemon_log, log_from)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace walfs::bench::killtest

@@ -1,0 +1,171 @@
+// walfs-killtest: kill -9 the walfs daemon under load, many times, and check
+// that every acknowledged fsync survives, recovery works, fsck is clean and
+// the mountpoint is usable again (docs/killtest.md).
+//
+//   walfs-killtest --quick                   3 short rounds (the ctest)
+//   walfs-killtest --rounds 50 --seed 7 --json kill.json
+//
+// Exit status: 0 every round survived, 1 a round failed (the message says
+// how to reproduce it), 2 bad usage or the campaign could not start, 77
+// skipped (not root, no /dev/fuse).
+#include <fcntl.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "bench/common/report.h"
+#include "bench/killtest/campaign.h"
+
+namespace walfs::bench::killtest {
+namespace {
+
+constexpr int kExitSkip = 77;
+
+std::string SelfDir() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<std::size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+int Main(int argc, char** argv) {
+  CampaignOptions o;
+  o.bin_dir = SelfDir();
+  if (const char* env = std::getenv("WALFS_BIN_DIR"); env != nullptr && *env != '\0') o.bin_dir = env;
+  o.fio_dir = WALFS_KILLTEST_FIO_DIR;
+  o.seed = std::random_device{}() % 100000;
+  bool quick = false, keep = false, no_aim = false, no_fio = false;
+  std::string json;
+  CLI::App app{"walfs-killtest: SIGKILL the walfs daemon under load, remount, check every "
+               "acknowledged fsync, fsck"};
+  app.add_option("--rounds", o.rounds, "rounds (default 20; --quick: 3)");
+  app.add_option("--seed", o.seed, "seed of the delays and file contents (default: random, printed)");
+  app.add_flag("--quick", quick, "3 short rounds with small loads (well under a minute)");
+  app.add_option("--json", json, "write one JSON object per round");
+  app.add_option("--dir", o.dir, "where the image, ledgers and logs go (default /dev/shm, a tmpfs)");
+  app.add_option("--size", o.image_size, "image size (default 1g)");
+  app.add_option("--writers", o.writers, "verifying writer processes (default 4)");
+  app.add_option("--min-delay-ms", o.min_delay_ms, "earliest kill after the mount (default 300)");
+  app.add_option("--max-delay-ms", o.max_delay_ms, "latest kill after the mount (default 4000)");
+  app.add_flag("--no-aim", no_aim, "no walfs-aim load");
+  app.add_flag("--no-fio", no_fio, "no fio verify load");
+  app.add_option("--bin-dir", o.bin_dir, "where walfs, mkfs.walfs, fsck.walfs, walfs-aim are");
+  app.add_option("--fio-dir", o.fio_dir, "bench/fio (run-job.sh and the *verify*.fio jobs)");
+  app.add_flag("--keep", keep, "keep the work directory (kept anyway after a failure)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  o.aim = !no_aim;
+  o.fio = !no_fio;
+  if (quick) {
+    if (app.count("--rounds") == 0) o.rounds = 3;
+    if (app.count("--max-delay-ms") == 0) o.max_delay_ms = 1500;
+    o.fio_size = "16m";
+  }
+  if (o.rounds < 1 || o.writers < 1 || o.min_delay_ms < 0 || o.max_delay_ms < o.min_delay_ms) {
+    fmt::print(stderr, "walfs-killtest: bad --rounds, --writers or delays\n");
+    return 2;
+  }
+
+  // Skips (exit 77, ctest's SKIP_RETURN_CODE) where it cannot mount.
+  if (::geteuid() != 0) {
+    fmt::print("walfs-killtest: skipped: needs root (it kills and detaches mounts)\n");
+    return kExitSkip;
+  }
+  if (const int fd = ::open("/dev/fuse", O_RDWR | O_CLOEXEC); fd < 0) {
+    fmt::print("walfs-killtest: skipped: cannot open /dev/fuse: {}\n", std::strerror(errno));
+    return kExitSkip;
+  } else {
+    ::close(fd);
+  }
+  if (app.count("--dir") == 0) {
+    struct statvfs sv = {};
+    if (::statvfs(o.dir.c_str(), &sv) != 0 ||
+        static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize < (std::uint64_t{2} << 30)) {
+      fmt::print("walfs-killtest: {} is missing or has less than 2 GiB free; using /tmp\n", o.dir);
+      o.dir = "/tmp";
+    }
+  }
+
+  fmt::print("walfs-killtest: seed {}, {} rounds, {} writers, kill after {}..{} ms, aim {}, fio {}\n",
+             o.seed, o.rounds, o.writers, o.min_delay_ms, o.max_delay_ms, o.aim ? "on" : "off",
+             o.fio ? "on" : "off");
+  std::fflush(stdout);
+  Campaign campaign(o);
+  if (Status s = campaign.Prepare(); !s.ok()) {
+    fmt::print(stderr, "walfs-killtest: cannot start: {}\n", s.message());
+    campaign.Finish(true);
+    return 2;
+  }
+  fmt::print("work directory {}\n", campaign.work_dir());
+
+  Report report({"round", "delay_ms", "ops_acked", "files_checked", "recovery_ms", "replayed", "fsck",
+                 "result"});
+  int survived = 0;
+  std::uint64_t checked_acks = 0;
+  std::vector<double> recovery;
+  std::string failure;
+  int failed_round = -1;
+  for (int round = 0; round < o.rounds; ++round) {
+    RoundResult r = campaign.RunRound(round);
+    const bool ok = r.failure.empty();
+    report.AddRow({Cell(r.round), Cell(r.delay_ms), Cell(r.ops_acked), Cell(r.files_checked),
+                   Cell(r.recovery_ms, 1), Cell(r.replayed), Cell(r.fsck), Cell(ok ? "ok" : "FAILED")});
+    fmt::print("round {:3}: kill after {:5} ms, {:6} fsyncs acked, {:3} files checked, remount "
+               "{:7.1f} ms ({}), fsck {}: {}\n",
+               r.round, r.delay_ms, r.ops_acked, r.files_checked, r.recovery_ms, r.replayed, r.fsck,
+               ok ? "ok" : "FAILED");
+    std::fflush(stdout);
+    if (!ok) {
+      failure = r.failure;
+      failed_round = round;
+      break;
+    }
+    ++survived;
+    checked_acks += r.ops_acked;
+    recovery.push_back(r.recovery_ms);
+  }
+  report.Print(stdout, "walfs-killtest");
+  if (!json.empty()) {
+    if (Status s = report.WriteJson(json); !s.ok())
+      fmt::print(stderr, "walfs-killtest: {}\n", s.message());
+  }
+  const double max_ms = recovery.empty() ? 0 : *std::max_element(recovery.begin(), recovery.end());
+  fmt::print("walfs-killtest: {}/{} rounds survived; {} acknowledged fsyncs checked; remount after "
+             "the kill: median {:.1f} ms, max {:.1f} ms\n",
+             survived, failed_round >= 0 ? failed_round + 1 : o.rounds, checked_acks,
+             Median(recovery), max_ms);
+  if (failed_round >= 0) {
+    fmt::print(stderr,
+               "walfs-killtest: round {} FAILED: {}\nreproduce: walfs-killtest --seed {} --rounds {}{} "
+               "(kill timing is random; the seed fixes delays and contents)\nkept: {} (image, "
+               "ledgers, walfs.log)\n",
+               failed_round, failure, o.seed, failed_round + 1, quick ? " --quick" : "",
+               campaign.work_dir());
+    campaign.Finish(true);
+    return 1;
+  }
+  campaign.Finish(keep);
+  return 0;
+}
+
+}  // namespace
+}  // namespace walfs::bench::killtest
+
+int main(int argc, char** argv) { return walfs::bench::killtest::Main(argc, argv); }

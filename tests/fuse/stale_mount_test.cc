@@ -1,0 +1,92 @@
+// A daemon killed with SIGKILL: its mount is left dead ("Transport endpoint
+// is not connected"), its image lock goes with it, and the next `walfs` on
+// the same mountpoint says so, detaches the dead mount and mounts; fsynced
+// data is there after recovery.  While a daemon runs, a second mount, fsck
+// and mkfs of its image are refused (tools/stale_mount.h, base/file_lock.h).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "tests/fuse/mount_fixture.h"
+
+namespace walfs::testing {
+namespace {
+
+class StaleMount : public MountedFs {
+ protected:
+  static void SetUpTestSuite() { MountSuite({.image_size = "256m", .options = {}}); }
+  void SetUp() override {
+    MountedFs::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    WALFS_REQUIRE_WALFS();
+  }
+  static std::string Bin(const std::string& tool) {
+    const char* env = std::getenv("WALFS_BIN_DIR");
+    return (env != nullptr && *env != '\0' ? std::string(env) : std::string(WALFS_BIN_DIR)) + "/" + tool;
+  }
+  // Writes and fsyncs a file and its directory.
+  void WriteDurably(const std::string& path, const std::string& data) {
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ASSERT_SYS(fd);
+    ASSERT_EQ(write(fd, data.data(), data.size()), static_cast<ssize_t>(data.size()));
+    ASSERT_SYS(fsync(fd));
+    ASSERT_SYS(close(fd));
+    const int dfd = open(Path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_SYS(dfd);
+    ASSERT_SYS(fsync(dfd));
+    ASSERT_SYS(close(dfd));
+  }
+};
+
+TEST_F(StaleMount, KilledDaemonLeavesADeadMountThatTheNextMountReportsAndDetaches) {
+  ASSERT_NO_FATAL_FAILURE(WriteDurably(Path("kept"), "fsynced before the kill\n"));
+  KillDaemon();
+  struct statfs sf {};  // stat may still be answered from the attribute cache
+  EXPECT_ERRNO(ENOTCONN, statfs(Root().c_str(), &sf));
+
+  ASSERT_NO_FATAL_FAILURE(MountAgain());
+  const std::string said = DaemonOutput();
+  EXPECT_NE(said.find("Transport endpoint is not connected"), std::string::npos) << said;
+  EXPECT_NE(said.find("detaching it"), std::string::npos) << said;
+  EXPECT_NE(said.find("log recovered"), std::string::npos) << said;
+  EXPECT_EQ(ReadFile(Path("kept")), "fsynced before the kill\n");
+  ASSERT_NO_FATAL_FAILURE(Remount());  // a clean unmount, fsck -n clean, and back
+  EXPECT_EQ(ReadFile(Path("kept")), "fsynced before the kill\n");
+}
+
+TEST_F(StaleMount, KilledDaemonsImageLockDoesNotBlockFsck) {
+  KillDaemon();
+  // The log is dirty, so -n may find problems; the image must not be "in use".
+  ToolRun r = RunTool(Bin("fsck.walfs") + " -n " + ImagePath());
+  EXPECT_EQ(r.out.find("in use"), std::string::npos) << r.out;
+  EXPECT_NE(r.exit_code, 8) << r.out;
+  ASSERT_NO_FATAL_FAILURE(MountAgain());
+}
+
+TEST_F(StaleMount, SecondMountOfAMountedImageIsRefusedWithTheHoldersPid) {
+  char dir[] = "/tmp/walfs-second-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  ToolRun r = RunTool(Bin("walfs") + " " + ImagePath() + " " + dir + " -f");
+  rmdir(dir);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("is in use by pid"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Unmount it first"), std::string::npos) << r.out;
+}
+
+TEST_F(StaleMount, FsckAndMkfsRefuseAMountedImage) {
+  ToolRun fsck = RunTool(Bin("fsck.walfs") + " -n " + ImagePath());
+  EXPECT_EQ(fsck.exit_code, 8) << fsck.out;
+  EXPECT_NE(fsck.out.find("is in use by pid"), std::string::npos) << fsck.out;
+  ToolRun mkfs = RunTool(Bin("mkfs.walfs") + " -f " + ImagePath());
+  EXPECT_EQ(mkfs.exit_code, 1) << mkfs.out;
+  EXPECT_NE(mkfs.out.find("is in use by pid"), std::string::npos) << mkfs.out;
+  // Still mounted and intact.
+  WriteFile(Path("after"), "x");
+  EXPECT_EQ(ReadFile(Path("after")), "x");
+}
+
+}  // namespace
+}  // namespace walfs::testing
