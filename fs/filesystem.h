@@ -162,7 +162,9 @@ class Filesystem {
   Status Truncate(const InodeRef& ip, std::uint64_t size);
   Status UnmapRange(const InodeRef& ip, std::uint64_t first, std::uint64_t end);
   Status ZeroTail(const InodeRef& ip, std::uint64_t from, std::uint64_t to);
-  Status WriteBlocks(const InodeRef& ip, std::uint64_t offset, const char* data, std::size_t size);
+  // The bytes written from `offset`: all of `size`, or fewer when space ran
+  // out part way (ENOSPC only when nothing could be written).
+  Result<std::size_t> WriteBlocks(const InodeRef& ip, std::uint64_t offset, const char* data, std::size_t size);
   Btree XattrTree(std::uint64_t ino) const;
   Status DestroyXattrs(const InodeRef& ip);
   // Frees everything an inode owns and the inode itself (no links, no users).

@@ -65,11 +65,19 @@ Result<std::size_t> Filesystem::Read(std::uint64_t ino, std::uint64_t offset, st
   return size;
 }
 
-Status Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t offset, const char* data, std::size_t size) {
+Result<std::size_t> Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t offset, const char* data,
+                                            std::size_t size) {
   const std::uint64_t bs = sb_.block_size;
   const std::uint64_t end_byte = offset + size;
   const std::uint64_t end = (end_byte + bs - 1) / bs;
   std::uint64_t pos = offset / bs;
+  // Running out of space part way is a short write (POSIX): the bytes of
+  // the blocks already in place count; the caller's next write gets ENOSPC.
+  auto partial = [&](Status s) -> Result<std::size_t> {
+    const std::uint64_t done = std::min(end_byte, pos * bs);
+    if (s.ToErrno() == ENOSPC && done > offset) return static_cast<std::size_t>(done - offset);
+    return s;
+  };
   // Blocks [from, to) as whole blocks: the caller's bytes, zeros elsewhere.
   auto padded = [&](std::uint64_t from, std::uint64_t to) {
     std::string buf((to - from) * bs, '\0');
@@ -106,16 +114,23 @@ Status Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t offset, const c
     }
     // A hole: allocate, write, then map.
     const std::uint64_t hole_end = over.empty() ? end : std::min(end, over.front().file_block);
-    const auto want = static_cast<std::uint32_t>(std::min<std::uint64_t>(hole_end - pos, kMaxAllocRun));
+    auto want = static_cast<std::uint32_t>(std::min<std::uint64_t>(hole_end - pos, kMaxAllocRun));
     std::uint64_t goal = ip->ino / sb_.inodes_per_block();
     if (pos > 0) {
       WALFS_ASSIGN_OR_RETURN(std::vector<Extent> left, maps_->Overlapping(ip->Core(), pos - 1, pos));
       if (!left.empty()) goal = left.front().disk_block + (pos - left.front().file_block);
     }
     Op op(this);
-    WALFS_RETURN_IF_ERROR(op.Begin(TransType::kWrite, want + kMapChangeBlocks));
+    // Near a full filesystem a shorter run may still fit: halve until one
+    // block does not.
+    for (;;) {
+      const Status b = op.Begin(TransType::kWrite, want + kMapChangeBlocks);
+      if (b.ok()) break;
+      if (b.ToErrno() != ENOSPC || want == 1) return partial(b);
+      want = std::max<std::uint32_t>(1, want / 2);
+    }
     Result<Extent> got = alloc_->Alloc(op.tx(), {.goal = goal, .min = 1, .want = want});
-    if (!got.ok()) return got.status().IsNoSpace() ? Errno(ENOSPC, got.status().message()) : got.status();
+    if (!got.ok()) return partial(got.status().IsNoSpace() ? Errno(ENOSPC, got.status().message()) : got.status());
     Extent e = *got;
     e.file_block = pos;
     const std::string buf = padded(pos, pos + e.length);
@@ -136,7 +151,7 @@ Status Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t offset, const c
     WALFS_RETURN_IF_ERROR(op.Commit().status());
     pos += e.length;
   }
-  return Status::Ok();
+  return size;
 }
 
 Result<std::size_t> Filesystem::Write(std::uint64_t ino, std::uint64_t offset, const char* data, std::size_t size) {
@@ -150,7 +165,7 @@ Result<std::size_t> Filesystem::Write(std::uint64_t ino, std::uint64_t offset, c
   // a crash, whose size was logged before its unmapping) must read as zeros.
   if (const std::uint64_t old_size = ip->Core().size; offset > old_size)
     WALFS_RETURN_IF_ERROR(ZeroTail(ip, old_size, offset));
-  WALFS_RETURN_IF_ERROR(WriteBlocks(ip, offset, data, size));
+  WALFS_ASSIGN_OR_RETURN(size, WriteBlocks(ip, offset, data, size));  // may be short at ENOSPC
   // The size and timestamps, logged unless already current (an overwrite
   // within the same clock tick changes nothing the log must carry; its data
   // is on the device and fsync flushes it).
@@ -177,8 +192,12 @@ Status Filesystem::Fsync(std::uint64_t ino, bool datasync) {
   if (options_.read_only) return Status::Ok();
   const bool data = ip->data_dirty.exchange(false);
   const std::uint64_t seq = ip->last_seq.load();
-  if (seq != 0) WALFS_RETURN_IF_ERROR(log_->Force(seq));
-  if (data) WALFS_RETURN_IF_ERROR(device_->Flush());
+  Status s = seq != 0 ? log_->Force(seq) : Status::Ok();
+  if (s.ok() && data) s = device_->Flush();
+  if (!s.ok()) {
+    if (data) ip->data_dirty.store(true);  // the next fsync must flush again
+    return s;
+  }
   counters_.fsyncs.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();
 }

@@ -179,6 +179,9 @@ TEST_F(SmallImage, WritingUntilENOSPCThenDeletingLetsWritesSucceedAgain) {
     ASSERT_LE(written, static_cast<off_t>(FsBytes())) << "wrote more than the filesystem holds";
   }
   EXPECT_EQ(err, ENOSPC) << strerrorname_np(err);
+  struct stat filled {};
+  ASSERT_SYS(fstat(fd, &filled));
+  EXPECT_EQ(filled.st_size, written) << "a short write's bytes, and only those, are in the file";
   // With write-back caching the error may surface only here; it may not be
   // lost in between.
   const int fsync_r = fsync(fd);
