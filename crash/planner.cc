@@ -29,24 +29,34 @@ bool PreflushRespected(const std::vector<RecordedOp>& ops, const std::vector<Pla
 Result<std::vector<CrashState>> PlanCrashStates(const RecordingDevice& rec, const PlannerOptions& options) {
   const std::vector<RecordedOp> ops = rec.ops();
   std::vector<CrashState> states;
-  for (std::size_t f : rec.FlushPoints()) {
-    const std::size_t n = f + 1;
-    if (n <= options.first_op) continue;
+  // A prefix [0, n) whose last op is a flush or (every_prefix) anything, and
+  // that prefix with its last write torn.
+  auto prefix = [&](std::size_t n) {
+    const std::size_t f = n - 1;
+    const bool flush = ops[f].kind == RecordedOp::Kind::kFlush;
     states.push_back({.kind = CrashState::Kind::kPrefix, .limit = n, .moment = n,
-                      .description = fmt::format("prefix {} (after flush {})", n, f), .prefix = n,
-                      .torn_sectors = RecordingDevice::kWholeWrite, .plan = {}});
+                      .description = flush ? fmt::format("prefix {} (after flush {})", n, f)
+                                           : fmt::format("prefix {}", n),
+                      .prefix = n, .torn_sectors = RecordingDevice::kWholeWrite, .plan = {}});
     // The last write before the flush torn: only fsyncs that returned before
     // it was issued count.
     std::size_t last = SIZE_MAX;
-    for (std::size_t i = f; i-- > 0;)
+    for (std::size_t i = n; i-- > 0;)
       if (ops[i].kind == RecordedOp::Kind::kWrite) {
         last = i;
         break;
       }
-    if (last == SIZE_MAX || last < options.first_op || ops[last].data.size() <= 512) continue;
+    if (last == SIZE_MAX || last < options.first_op || ops[last].data.size() <= 512) return;
+    if (options.every_prefix && last != f) return;  // the prefix ending at that write tears it
     states.push_back({.kind = CrashState::Kind::kTorn, .limit = last + 1, .moment = last,
                       .description = fmt::format("prefix {} with write {} torn to one sector", last + 1, last),
                       .prefix = last + 1, .torn_sectors = 1, .plan = {}});
+  };
+  if (options.every_prefix) {
+    for (std::size_t n = options.first_op + 1; n <= ops.size(); ++n) prefix(n);
+  } else {
+    for (std::size_t f : rec.FlushPoints())
+      if (f + 1 > options.first_op) prefix(f + 1);
   }
   if (ops.empty()) return states;
   // Writes in flight land in any order the crash model allows, some torn.

@@ -1,8 +1,9 @@
 // The crash states checked for one recorded run, after CrashMonkey's and
 // the RecordingDevice crash model (base/block_device_recording.h):
-//  - kPrefix: every prefix of the write stream that ends at a flush;
-//  - kTorn: the same prefix with the last write before the flush torn to
-//    one sector (only fsyncs that returned before that write count);
+//  - kPrefix: every prefix of the write stream that ends at a flush (or,
+//    with every_prefix, every prefix: for short recordings);
+//  - kTorn: the same prefix with its last write torn to one sector (only
+//    fsyncs that returned before that write count);
 //  - kReordered: sampled states where the writes in flight land in any
 //    order the model allows, some torn, some not at all, the crash just
 //    before an op or just after it before its completions.
@@ -42,6 +43,7 @@ struct PlannerOptions {
   int samples = 40;         // reordered states wanted
   int max_tries = 400;      // draws, some refused by PreflushRespected
   std::size_t first_op = 0;  // no state before this op (a fixed setup)
+  bool every_prefix = false;   // every prefix, not only those ending at a flush
 };
 
 Result<std::vector<CrashState>> PlanCrashStates(const RecordingDevice& rec, const PlannerOptions& options);

@@ -1,6 +1,7 @@
 #include "crash/runner.h"
 
 #include <malloc.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <memory>
@@ -26,6 +27,13 @@ std::string FailureText(const History& h, const std::vector<std::string>& errors
   return msg;
 }
 
+double CpuSeconds() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  auto sec = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; };
+  return sec(ru.ru_utime) + sec(ru.ru_stime);
+}
+
 }  // namespace
 
 std::string_view WorkloadName(WorkloadKind k) { return k == WorkloadKind::kRandom ? "random" : "short"; }
@@ -43,6 +51,7 @@ RunResult RunCrashTest(const RunOptions& options) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   const auto t0 = std::chrono::steady_clock::now();
+  const double cpu0 = CpuSeconds();
   RunResult r;
   r.workload = options.workload;
   r.seed = options.seed;
@@ -70,8 +79,10 @@ RunResult RunCrashTest(const RunOptions& options) {
   r.flushes = w->recording().FlushPoints().size();
   if (!s.ok()) {
     fail("the workload failed: " + s.ToString(), FailureText(h, {s.ToString()}, "the workload", SIZE_MAX));
-  } else if (auto states = PlanCrashStates(w->recording(), {.seed = options.seed, .samples = samples,
-                                                             .first_op = h.first_interesting_op});
+  } else if (auto states = PlanCrashStates(w->recording(),
+                                           {.seed = options.seed, .samples = samples, .max_tries = 400,
+                                            .first_op = h.first_interesting_op,
+                                            .every_prefix = options.workload == WorkloadKind::kShort});
              !states.ok()) {
     fail("planning crash states failed: " + states.status().ToString(), states.status().ToString());
   } else {
@@ -91,6 +102,7 @@ RunResult RunCrashTest(const RunOptions& options) {
     }
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.cpu_seconds = CpuSeconds() - cpu0;
   return r;
 }
 

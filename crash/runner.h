@@ -39,7 +39,8 @@ struct RunResult {
   std::size_t failures = 0;  // crash states that failed (checking stops at the first), or 1 if the workload did
   std::string failure;       // the first failure in full: the state, what is wrong, the operations up to it
   std::string first_error;   // its first line of what is wrong
-  double seconds = 0;
+  double seconds = 0;      // wall clock
+  double cpu_seconds = 0;  // the process's CPU time (all its threads): steadier on a busy machine
 
   bool ok() const { return failures == 0; }
 };

@@ -23,17 +23,20 @@ using walfs::crash::RunOptions;
 using walfs::crash::RunResult;
 using walfs::crash::WorkloadKind;
 
-// What --quick runs unless told otherwise: bounded to about a minute in a
+// What --quick runs unless told otherwise, bounded to about a minute in a
 // RelWithDebInfo build on two cores.
-constexpr int kQuickRandomSeeds = 1;
-constexpr int kQuickRandomOps = 150;
-constexpr int kQuickShortSeeds = 40;
+// RelWithDebInfo build on two cores: two random runs and every single-op
+// sequence (seq-1).
+constexpr int kQuickRandomSeeds = 2;
+constexpr int kQuickShortSeeds = static_cast<int>(walfs::crash::kSeq1);
+constexpr int kDefaultOps = 400;
 
 std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 std::string Rerun(const RunOptions& o, int default_ops) {
   std::string cmd = fmt::format("walfs-crashtest --workload {} --seed {}", walfs::crash::WorkloadName(o.workload), o.seed);
   if (o.workload == WorkloadKind::kRandom && o.ops != default_ops) cmd += fmt::format(" --ops {}", o.ops);
+  if (o.samples != RunOptions{}.samples) cmd += fmt::format(" --samples {}", o.samples);
   return cmd;
 }
 
@@ -51,13 +54,14 @@ int main(int argc, char** argv) {
   app.add_option("--seeds", seeds, "Run this many seeds, from --seed or 1")->check(CLI::PositiveNumber);
   app.add_option("--workload", workload, "random, short or all")
       ->check(CLI::IsMember({"random", "short", "all"}));
-  app.add_option("--ops", ops, "Operations per random run (default 400; 150 with --quick)")
+  app.add_option("--ops", ops, fmt::format("Operations per random run (default {})", kDefaultOps))
       ->check(CLI::PositiveNumber);
   app.add_option("--samples", samples, "Reordered crash states per random run (short runs: a quarter)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--quick", quick,
-               fmt::format("Bounded run (about a minute): random seeds 1..{} of {} ops, short seeds 1..{}",
-                           kQuickRandomSeeds, kQuickRandomOps, kQuickShortSeeds));
+               fmt::format("Bounded run (under a minute): random seeds 1..{}, short seeds 1..{} (seq-1); "
+                           "without it 3 seeds of each",
+                           kQuickRandomSeeds, kQuickShortSeeds));
   app.add_option("--json", json, "Also write the table as JSON, one object per run");
   app.add_flag("-v,--verbose", verbose, "Print every failure in full (with one run it always is)");
   app.footer(fmt::format(
@@ -70,8 +74,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
 
-  const int default_ops = quick ? kQuickRandomOps : 400;
-  if (ops == 0) ops = default_ops;
+  if (ops == 0) ops = kDefaultOps;
   std::vector<RunOptions> runs;
   auto add = [&](WorkloadKind k, int quick_seeds) {
     const std::uint64_t first = seed ? seed : 1;
@@ -83,17 +86,26 @@ int main(int argc, char** argv) {
   if (workload != "random") add(WorkloadKind::kShort, kQuickShortSeeds);
 
   Report table({"workload", "seed", "ops", "device_ops", "flushes", "crash_states", "torn", "reordered",
-                "failures", "seconds", "sequence"});
+                "failures", "seconds", "cpu_seconds", "sequence"});
   std::vector<std::string> json_columns = table.columns();
   json_columns.push_back("first_failure");
   Report rows(json_columns);
   std::vector<std::pair<RunOptions, RunResult>> failed;
   std::size_t states = 0, torn = 0, reordered = 0;
-  double seconds = 0;
+  double seconds = 0, cpu_seconds = 0;
   for (const RunOptions& o : runs) {
     RunResult r = walfs::crash::RunCrashTest(o);
-    std::vector<Cell> row{std::string(walfs::crash::WorkloadName(r.workload)), r.seed, r.ops, r.device_ops,
-                          r.flushes, r.crash_states, r.torn, r.reordered, r.failures, Cell(r.seconds, 2),
+    std::vector<Cell> row{std::string(walfs::crash::WorkloadName(r.workload)),
+                          r.seed,
+                          r.ops,
+                          r.device_ops,
+                          r.flushes,
+                          r.crash_states,
+                          r.torn,
+                          r.reordered,
+                          r.failures,
+                          Cell(r.seconds, 2),
+                          Cell(r.cpu_seconds, 2),
                           r.sequence.empty() ? std::string("-") : r.sequence};
     table.AddRow(row);
     row.push_back(FirstLine(r.first_error));
@@ -106,6 +118,7 @@ int main(int argc, char** argv) {
     torn += r.torn;
     reordered += r.reordered;
     seconds += r.seconds;
+    cpu_seconds += r.cpu_seconds;
     if (!r.ok()) failed.emplace_back(o, std::move(r));
   }
   table.Print(stdout, "walfs-crashtest");
@@ -115,13 +128,13 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  fmt::print("\n{} runs, {} crash states checked ({} torn, {} reordered) in {:.1f} s: {}\n", runs.size(), states,
-             torn, reordered, seconds,
+  fmt::print("\n{} runs, {} crash states checked ({} torn, {} reordered) in {:.1f} s ({:.1f} s CPU): {}\n",
+             runs.size(), states, torn, reordered, seconds, cpu_seconds,
              failed.empty() ? std::string("all passed") : fmt::format("{} failed", failed.size()));
   for (const auto& [o, r] : failed) {
     fmt::print("  FAILED {} seed {}{}: {}\n    rerun: {}\n", walfs::crash::WorkloadName(o.workload), o.seed,
                r.sequence.empty() ? "" : fmt::format(" ({})", r.sequence), FirstLine(r.first_error),
-               Rerun(o, 400));
+               Rerun(o, kDefaultOps));
   }
   return failed.empty() ? 0 : 1;
 }
