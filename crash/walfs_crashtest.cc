@@ -45,13 +45,17 @@ std::string Rerun(const RunOptions& o, int default_ops) {
 int main(int argc, char** argv) {
   CLI::App app{"walfs-crashtest: crash-consistency checks of walfs over a write-recording device"};
   std::uint64_t seed = 0;
-  int seeds = 0;
+  int seeds = 0, random_seeds = 0, short_seeds = 0;
   std::string workload = "all";
   int ops = 0, samples = 40;
   bool quick = false, verbose = false;
   std::string json;
   app.add_option("--seed", seed, "Run this seed (with --seeds: the first of the range)");
   app.add_option("--seeds", seeds, "Run this many seeds, from --seed or 1")->check(CLI::PositiveNumber);
+  app.add_option("--random-seeds", random_seeds, "Seeds of the random workload (overrides --seeds, --quick)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--short-seeds", short_seeds, "Seeds of the short workload (overrides --seeds, --quick)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--workload", workload, "random, short or all")
       ->check(CLI::IsMember({"random", "short", "all"}));
   app.add_option("--ops", ops, fmt::format("Operations per random run (default {})", kDefaultOps))
@@ -76,14 +80,14 @@ int main(int argc, char** argv) {
 
   if (ops == 0) ops = kDefaultOps;
   std::vector<RunOptions> runs;
-  auto add = [&](WorkloadKind k, int quick_seeds) {
+  auto add = [&](WorkloadKind k, int count, int quick_seeds) {
     const std::uint64_t first = seed ? seed : 1;
-    const int n = seeds ? seeds : (seed ? 1 : (quick ? quick_seeds : 3));
+    const int n = count ? count : seeds ? seeds : (seed ? 1 : (quick ? quick_seeds : 3));
     for (int i = 0; i < n; ++i)
       runs.push_back({.workload = k, .seed = first + static_cast<std::uint64_t>(i), .ops = ops, .samples = samples});
   };
-  if (workload != "short") add(WorkloadKind::kRandom, kQuickRandomSeeds);
-  if (workload != "random") add(WorkloadKind::kShort, kQuickShortSeeds);
+  if (workload != "short") add(WorkloadKind::kRandom, random_seeds, kQuickRandomSeeds);
+  if (workload != "random") add(WorkloadKind::kShort, short_seeds, kQuickShortSeeds);
 
   Report table({"workload", "seed", "ops", "device_ops", "flushes", "crash_states", "torn", "reordered",
                 "failures", "seconds", "cpu_seconds", "sequence"});
