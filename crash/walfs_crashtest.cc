@@ -34,7 +34,8 @@ constexpr int kDefaultOps = 400;
 std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 std::string Rerun(const RunOptions& o, int default_ops) {
-  std::string cmd = fmt::format("walfs-crashtest --workload {} --seed {}", walfs::crash::WorkloadName(o.workload), o.seed);
+  std::string cmd =
+      fmt::format("walfs-crashtest --workload {} --seed {}", walfs::crash::WorkloadName(o.workload), o.seed);
   if (o.workload == WorkloadKind::kRandom && o.ops != default_ops) cmd += fmt::format(" --ops {}", o.ops);
   if (o.samples != RunOptions{}.samples) cmd += fmt::format(" --samples {}", o.samples);
   return cmd;
