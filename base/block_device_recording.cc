@@ -49,7 +49,8 @@ std::vector<std::size_t> RecordingDevice::FlushPoints() const {
 RecordingDevice::Recorded RecordingDevice::RecordLocked(const IoRequest& req) {
   Recorded rec;
   if (req.op == IoOp::kFlush || (req.flags & kIoPreflush)) {
-    ops_.push_back({RecordedOp::Kind::kFlush, 0, {}, false, false, RecordedOp::kNotCompleted});
+    ops_.push_back({RecordedOp::Kind::kFlush, 0, {}, false, false, RecordedOp::kNotCompleted,
+                    RecordedOp::kNoPreflush});
     (req.op == IoOp::kFlush ? rec.op : rec.preflush) = ops_.size() - 1;
   }
   if (req.op == IoOp::kWrite) {
@@ -57,6 +58,7 @@ RecordingDevice::Recorded RecordingDevice::RecordLocked(const IoRequest& req) {
     w.offset = req.offset;
     w.data.assign(req.buf, req.buf + req.len);
     w.fua = (req.flags & kIoFua) != 0;
+    if (rec.preflush != Recorded::kNone) w.preflush = rec.preflush;
     ops_.push_back(std::move(w));
     rec.op = ops_.size() - 1;
   }
@@ -194,6 +196,13 @@ Result<std::vector<PlannedWrite>> RecordingDevice::PlanCrash(
     // shift the draws of the next: a seed means the same thing for any n.
     const double land = unit(rng), tear = unit(rng), where = unit(rng), when = unit(rng);
     if (!durable && land >= options.land_probability) continue;
+    // The write half of a preflush write was issued only once its flush
+    // completed: if that completion came after the crash (or failed), the
+    // write never reached the device.  (When it did come before, the flush
+    // is at or before the barrier, so what it covers is durable.)
+    if (op.preflush != RecordedOp::kNoPreflush &&
+        (ops_[op.preflush].failed || ops_[op.preflush].completed_before > seen))
+      continue;
     PlannedWrite pw{w, op.data.size(), durable};
     if (!durable && tear < options.tear_probability && !op.data.empty()) {
       // Keep a strict prefix of the sectors the write spans: 0 .. span-1.

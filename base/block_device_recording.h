@@ -80,6 +80,10 @@ struct RecordedOp {
   bool fua = false;
   bool failed = false;  // the inner device returned an error
   std::uint64_t completed_before = kNotCompleted;
+  // The write half of a kIoPreflush write: the index of its flush, which
+  // had to complete before the write was issued.  kNoPreflush otherwise.
+  static constexpr std::size_t kNoPreflush = std::numeric_limits<std::size_t>::max();
+  std::size_t preflush = kNoPreflush;
 };
 
 // One write of a crash state, in the order it is applied.

@@ -67,7 +67,9 @@ Result<std::vector<CrashState>> PlanCrashStates(const RecordingDevice& rec, cons
     CrashSampleOptions o{.seed = rng(), .land_probability = 0.5, .tear_probability = 0.3,
                          .before_completions = (tries % 2) == 1};
     WALFS_ASSIGN_OR_RETURN(std::vector<PlannedWrite> plan, rec.PlanCrash(n, o));
-    if (!PreflushRespected(ops, plan)) continue;
+    if (!PreflushRespected(ops, plan))
+      return Status::Internal(fmt::format("RecordingDevice planned the write of a preflush write before its flush "
+                                          "completed (crash at {}, seed {})", n, o.seed));
     states.push_back({.kind = CrashState::Kind::kReordered, .limit = n,
                       .moment = o.before_completions ? n - 1 : n,
                       .description = fmt::format("sample {} at {} (crash seed {}{})", s, n, o.seed,

@@ -41,7 +41,7 @@ struct CrashState {
 struct PlannerOptions {
   std::uint64_t seed = 0;   // for the sampled reorderings
   int samples = 40;         // reordered states wanted
-  int max_tries = 400;      // draws, some refused by PreflushRespected
+  int max_tries = 400;      // draws (a sample with no write landing is not refused)
   std::size_t first_op = 0;  // no state before this op (a fixed setup)
   bool every_prefix = false;   // every prefix, not only those ending at a flush
 };
@@ -51,11 +51,11 @@ Result<std::vector<CrashState>> PlanCrashStates(const RecordingDevice& rec, cons
 // The image of state `s`.
 Result<std::unique_ptr<MemoryDevice>> Materialize(const RecordingDevice& rec, const CrashState& s);
 
-// RecordingDevice::PlanCrash lets the write half of a kIoPreflush request
-// land while its flush half has not completed, which BlockDevice's contract
-// rules out (the write starts after the flush: docs/block_device.md): then
-// a log record could land without the file data written before it.  Such
-// plans are refused.
+// Whether no write half of a kIoPreflush request lands unless what its
+// flush covers landed whole (the write starts after the flush completed:
+// docs/block_device.md).  RecordingDevice::PlanCrash plans only such
+// states; the planner checks every plan against this independent statement
+// of the rule and fails (Internal) if one breaks it.
 bool PreflushRespected(const std::vector<RecordedOp>& ops, const std::vector<PlannedWrite>& plan);
 
 }  // namespace walfs::crash

@@ -3,7 +3,7 @@
 # with a summary of what each checked.  CI runs bounded versions of each as
 # ctests; this is the separate command for the long runs.
 #
-#   crash    walfs-crashtest --workload all --seeds N      crash states of the
+#   crash    walfs-crashtest --workload all (random and short seeds)  crash states of the
 #            recording device: recovery, fsck, fsynced data, renames, stale data
 #   fault    fs_fault_test's campaign, WALFS_FS_FAULT_SEEDS=N  one injected I/O
 #            fault per seed: shutdown, recovery, fsynced files, fsck
@@ -53,7 +53,7 @@ out=$(cd "$out" && pwd)
 if ((quick)); then
   crash_args=(--quick); fault_seeds=40; hostile_args=(--quick); space_repeat=1; kill_args=(--quick)
 else
-  crash_args=(--workload all --seeds 40); fault_seeds=1000; hostile_args=(--seeds 1000)
+  crash_args=(--workload all --random-seeds 100 --short-seeds 2000); fault_seeds=1000; hostile_args=(--seeds 1000)
   space_repeat=20; kill_args=(--rounds 50)
 fi
 

@@ -12,7 +12,11 @@
 #include <fstream>
 #include <sstream>
 
+#include <optional>
+
 #include <fmt/format.h>
+
+#include "base/mount_table.h"
 
 extern char** environ;
 
@@ -24,36 +28,10 @@ namespace {
 // something else (a mount that comes back), and is left to the user.
 constexpr int kMaxDetach = 8;
 
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string Unescape(const std::string& s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size()) {
-      out += static_cast<char>(std::stoi(s.substr(i + 1, 3), nullptr, 8));
-      i += 3;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-// "fuse.walfs /img/a" for the topmost mount at `abs`, or "a FUSE mount".
+// "a fuse.walfs mount of /img/a" for the topmost mount at `abs`.
 std::string DescribeMount(const std::string& abs) {
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line, found = "a FUSE mount";
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string id, parent, devno, root, point;
-    fields >> id >> parent >> devno >> root >> point;
-    const auto dash = line.find(" - ");
-    if (Unescape(point) != abs || dash == std::string::npos) continue;
-    std::istringstream rest(line.substr(dash + 3));
-    std::string type, source;
-    rest >> type >> source;
-    found = fmt::format("a {} mount of {}", type, Unescape(source));  // the last one is on top
-  }
-  return found;
+  const std::optional<MountEntry> m = TopMountAt(abs);
+  return m ? fmt::format("a {} mount of {}", m->fstype, m->source) : "a FUSE mount";
 }
 
 std::string Absolute(const std::string& path) {

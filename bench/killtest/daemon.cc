@@ -15,8 +15,11 @@
 #include <thread>
 #include <vector>
 
+#include <optional>
+
 #include <fmt/format.h>
 
+#include "base/mount_table.h"
 #include "bench/killtest/process.h"
 
 namespace walfs::bench::killtest {
@@ -29,21 +32,10 @@ constexpr decltype(statfs::f_type) kFuseSuperMagic = 0x65735546;  // linux/magic
 
 // True when a fuse.walfs mount at `mnt` answers: the last one listed there
 // is walfs and statfs (which always reaches the daemon) works.  A dead mount
-// left by a killed daemon fails statfs with ENOTCONN.  (No unescaping: the
-// killtest's own paths hold no spaces.)
+// left by a killed daemon fails statfs with ENOTCONN.
 bool LiveWalfsMount(const std::string& mnt) {
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  std::string type;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string id, parent, devno, root, point;
-    fields >> id >> parent >> devno >> root >> point;
-    const auto dash = line.find(" - ");
-    if (point != mnt || dash == std::string::npos) continue;
-    std::istringstream rest(line.substr(dash + 3));
-    rest >> type;
-  }
+  const std::optional<MountEntry> top = TopMountAt(mnt);
+  const std::string type = top ? top->fstype : "";
   // The filesystem type too: between walfs detaching a dead mount and
   // mounting its own, statfs reaches the directory underneath.
   struct statfs sf = {};

@@ -261,6 +261,26 @@ TEST_F(RecordingDeviceTest, AFuaWriteIsDurableOnceItsCompletionWasSeen) {
   EXPECT_EQ(OpsOf(*at3), (std::vector<std::size_t>{0, 2}));
 }
 
+// docs/block_device.md: a preflush write starts after its flush completed.
+// A crash before that completion was seen never has the write on disk.
+TEST_F(RecordingDeviceTest, APreflushWriteNeverLandsBeforeItsFlushCompleted) {
+  const auto a = Filled(512, 0xaa), b = Filled(512, 0xbb);
+  std::vector<IoRequest> batch;
+  batch.push_back(IoRequest::Write(0, a.data(), 512, 0, nullptr));
+  batch.push_back(IoRequest::Write(512, b.data(), 512, kIoPreflush, nullptr));
+  ASSERT_TRUE(rec_->SubmitAndWait(std::move(batch)).ok());
+  ASSERT_EQ(rec_->ops().size(), 3u);  // a, b's preflush, b
+  EXPECT_EQ(rec_->ops()[2].preflush, 1u);
+  for (std::uint64_t seed = 0; seed < 50; ++seed) {
+    auto before = rec_->PlanCrash(3, {.seed = seed, .land_probability = 1.0, .before_completions = true});
+    ASSERT_TRUE(before.ok());
+    for (const PlannedWrite& pw : *before) EXPECT_NE(pw.op, 2u) << "seed " << seed;
+  }
+  auto after = rec_->PlanCrash(3, {.land_probability = 1.0});
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(OpsOf(*after), (std::vector<std::size_t>{0, 2})) << "with the flush's completion seen, b may land";
+}
+
 TEST_F(RecordingDeviceTest, FailedWritesAndFlushesAreNeverDurable) {
   FaultDevice faulty(&disk_);
   auto rec = RecordingDevice::Create(&faulty);

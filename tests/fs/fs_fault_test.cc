@@ -74,6 +74,15 @@ class FaultFixture : public ::testing::Test {
     EXPECT_TRUE(fs->Fsync(st->st_ino, false).ok());
     return st->st_ino;
   }
+  // The image with the faults gone mounts (recovery), file `ino` holds
+  // `data`, and after a clean unmount fsck finds nothing.
+  void ExpectRecoveredWith(std::uint64_t ino, const std::string& data) {
+    auto fs = MountRecovered();
+    ASSERT_NE(fs, nullptr);
+    EXPECT_EQ(ReadAll(fs.get(), ino, data.size() + 1), data);
+    ASSERT_TRUE(fs->Unmount().ok());
+    ExpectCleanFsck();
+  }
   std::string ReadAll(Filesystem* fs, std::uint64_t ino, std::size_t size) {
     std::string out(size + 1, '\0');
     auto n = fs->Read(ino, 0, out.size(), out.data());
@@ -98,11 +107,7 @@ TEST_F(FaultFixture, UnmountAfterALogWriteFailureReportsTheShutdownAndTheImageRe
   const Status um = fs->Unmount();
   EXPECT_EQ(um.code(), StatusCode::kShutdown) << um.ToString();
   fs.reset();
-  fs = MountRecovered();
-  ASSERT_NE(fs, nullptr);
-  EXPECT_EQ(ReadAll(fs.get(), kept, 100), "synced data");
-  ASSERT_TRUE(fs->Unmount().ok());
-  ExpectCleanFsck();
+  ExpectRecoveredWith(kept, "synced data");
 }
 
 TEST_F(FaultFixture, UnmountAfterADataWriteAndThenALogWriteFailedReturns) {
@@ -117,11 +122,7 @@ TEST_F(FaultFixture, UnmountAfterADataWriteAndThenALogWriteFailedReturns) {
   const Status um = fs->Unmount();
   EXPECT_EQ(um.code(), StatusCode::kShutdown) << um.ToString();
   fs.reset();
-  fs = MountRecovered();
-  ASSERT_NE(fs, nullptr);
-  EXPECT_EQ(ReadAll(fs.get(), kept, 100), "synced data");
-  ASSERT_TRUE(fs->Unmount().ok());
-  ExpectCleanFsck();
+  ExpectRecoveredWith(kept, "synced data");
 }
 
 // Found through the mount: the failure came while Unmount was closing the
@@ -136,11 +137,7 @@ TEST_F(FaultFixture, AWriteFailureWhileUnmountClosesTheLogIsReportedNotACrash) {
   EXPECT_FALSE(um.ok());
   EXPECT_EQ(um.ToErrno(), EIO) << um.ToString();
   fs.reset();
-  fs = MountRecovered();
-  ASSERT_NE(fs, nullptr);
-  EXPECT_EQ(ReadAll(fs.get(), kept, 100), "synced data");
-  ASSERT_TRUE(fs->Unmount().ok());
-  ExpectCleanFsck();
+  ExpectRecoveredWith(kept, "synced data");
 }
 
 

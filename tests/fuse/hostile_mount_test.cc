@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -25,6 +26,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/mount_table.h"
+#include "tests/fuse/mount_fixture.h"
 #include "tests/hostile/hostile_image.h"
 #include "tests/hostile/hostile_mutate.h"
 #include "tests/tools/tool_run.h"
@@ -36,24 +39,9 @@ using Clock = std::chrono::steady_clock;
 using hostile::BlockKind;
 using hostile::Flavour;
 
-std::string BinDir() {
-  if (const char* env = std::getenv("WALFS_BIN_DIR"); env != nullptr && *env != '\0') return env;
-  return WALFS_BIN_DIR;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 bool Mounted(const std::string& mnt) {
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.find(" " + mnt + " ") != std::string::npos && line.find("fuse.walfs") != std::string::npos) return true;
-  return false;
+  const std::optional<MountEntry> m = TopMountAt(mnt);
+  return m && m->fstype == "fuse.walfs";
 }
 
 bool SanitizerSpoke(const std::string& out) {

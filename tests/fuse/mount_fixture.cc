@@ -23,13 +23,9 @@
 #include <sstream>
 #include <thread>
 
+#include "base/mount_table.h"
+
 namespace walfs::testing {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-constexpr auto kMountTimeout = std::chrono::seconds(10);
-constexpr auto kExitTimeout = std::chrono::seconds(10);
-
 std::string BinDir() {
   if (const char* env = std::getenv("WALFS_BIN_DIR"); env != nullptr && *env != '\0') return env;
   return WALFS_BIN_DIR;
@@ -41,6 +37,12 @@ std::string Slurp(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kMountTimeout = std::chrono::seconds(10);
+constexpr auto kExitTimeout = std::chrono::seconds(10);
 
 bool OnPath(const std::string& prog) {
   return RunTool("command -v " + prog + " >/dev/null").exit_code == 0;
@@ -63,35 +65,10 @@ std::string FuseUnavailableReason() {
   return "";
 }
 
-// mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string Unescape(const std::string& s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size()) {
-      out += static_cast<char>(std::stoi(s.substr(i + 1, 3), nullptr, 8));
-      i += 3;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
 // The fstype mounted at `mnt`, or "" if nothing is.
 std::string MountedFsType(const std::string& mnt) {
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line, type;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string id, parent, devno, root, point;
-    fields >> id >> parent >> devno >> root >> point;
-    if (Unescape(point) != mnt) continue;
-    const auto dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::istringstream rest(line.substr(dash + 3));
-    rest >> type;  // the last mount at a point wins, as for path lookup
-  }
-  return type;
+  const std::optional<MountEntry> m = TopMountAt(mnt);
+  return m ? m->fstype : "";
 }
 
 }  // namespace

@@ -133,6 +133,11 @@ std::string ErrnoMismatch(const char* call, long result, int got, int want);
 #define EXPECT_SYS(call) \
   EXPECT_NE(static_cast<long>(call), -1L) << #call << ": " << strerrorname_np(errno) << " "
 
+// Where mkfs.walfs, fsck.walfs and walfs are: $WALFS_BIN_DIR, else the build's.
+std::string BinDir();
+// A whole file's bytes ("" if it cannot be read).
+std::string Slurp(const std::string& path);
+
 // Small file helpers; they fail the current test on error.
 void WriteFile(const std::string& path, std::string_view data, int mode = 0644);
 std::string ReadFile(const std::string& path);
