@@ -252,8 +252,16 @@ class Checker {
     // Each value's first record (chunk 0) starts namelen, name, total length.
     WalkTree(ino, "xattr", root.block, root.levels, [&](std::uint64_t key, std::string_view v) {
       if ((key & 0xff) != 0) return;
-      if (v.size() < 5 || v[0] == 0 || v.size() < 5 + static_cast<std::size_t>(static_cast<std::uint8_t>(v[0])))
+      const std::size_t n = static_cast<std::uint8_t>(v.empty() ? 0 : v[0]);
+      if (n == 0 || v.size() < 5 + n) {
         Problem(fmt::format("inode {}: xattr record of {} bytes", ino, v.size()));
+        return;
+      }
+      // As for directory entries: a name under another name's hash is one
+      // that getxattr and removexattr cannot find (though listxattr lists it).
+      const std::string_view name = v.substr(1, n);
+      if ((key & ~std::uint64_t{0xffff}) != DirHashKey(name))
+        Problem(fmt::format("inode {}: xattr \"{}\" is filed under the wrong hash", ino, name));
     });
   }
 

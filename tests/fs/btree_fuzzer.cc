@@ -71,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     sum += BtreeLeafFree(block) + BtreeLeafContiguousFree(block);
     ExerciseLeaf(block);
   }
-  static volatile std::uint64_t sink;  // keeps the reads
+  [[maybe_unused]] static volatile std::uint64_t sink;  // keeps the reads
   sink = sum;
   return 0;
 }

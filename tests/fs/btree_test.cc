@@ -362,7 +362,9 @@ TEST_F(BtreeTest, DestroySomeFreesTheTreeInSmallValidSteps) {
     auto tx = FsTransaction::Begin(log_.get(), journal::TransType::kTruncate);
     ASSERT_TRUE(tx.ok());
     for (int step = 0; step < 2 && !done; ++step) {
-      if (step > 0) ASSERT_TRUE(tx->Roll().ok());
+      if (step > 0) {
+        ASSERT_TRUE(tx->Roll().ok());
+      }
       auto r = tree.DestroySome(&*tx, &root, 3);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       done = *r;

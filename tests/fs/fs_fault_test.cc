@@ -70,7 +70,9 @@ class FaultFixture : public ::testing::Test {
     auto st = fs->Mknod(kRoot, fs->root(), name, S_IFREG | 0644, 0);
     EXPECT_TRUE(st.ok()) << st.status().ToString();
     if (!st.ok()) return 0;
-    if (!data.empty()) EXPECT_TRUE(fs->Write(st->st_ino, 0, data.data(), data.size()).ok());
+    if (!data.empty()) {
+      EXPECT_TRUE(fs->Write(st->st_ino, 0, data.data(), data.size()).ok());
+    }
     EXPECT_TRUE(fs->Fsync(st->st_ino, false).ok());
     return st->st_ino;
   }

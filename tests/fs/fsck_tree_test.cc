@@ -166,6 +166,24 @@ TEST_F(FsckTree, ADamagedXattrTreeIsReported) {
   EXPECT_EQ(r.ExitCode(), 4);
 }
 
+TEST_F(FsckTree, AnXattrNameUnderAnotherNamesHashIsReported) {
+  const InodeCore f = Inode(file_);
+  ASSERT_EQ(f.aformat, format::ForkFormat::kBtree);
+  const std::uint64_t leaf = FirstLeaf(f, kXattrForkOffset);
+  auto b = Read(leaf);
+  // The first record of "user.a": namelen, name, ...  Same length, another
+  // name ("user.b"): listxattr would list it, getxattr could not find it.
+  std::string v(format::BtreeValue(b, 0));
+  ASSERT_EQ(v.substr(0, 7), std::string("\x06user.a"));
+  v[6] = 'b';
+  format::BtreeLeafReplace(b, 0, v);
+  format::SealBlock(b);
+  Write(leaf, b);
+  FsckReport r = Check();
+  EXPECT_TRUE(Says(r, "xattr \"user.b\" is filed under the wrong hash")) << All(r);
+  EXPECT_EQ(r.ExitCode(), 4);
+}
+
 TEST_F(FsckTree, AnExtentCountThatDisagreesWithTheTreeIsReported) {
   const std::uint64_t blk = file_ / sb_.inodes_per_block();
   auto b = Read(blk);

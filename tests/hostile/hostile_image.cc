@@ -218,11 +218,12 @@ Result<BaseImage> BuildBaseImage(Flavour flavour) {
   BaseImage base;
   base.flavour = flavour;
   auto dev = std::make_unique<MemoryDevice>(kImageBytes);
+  const fs::MountOptions kMount{.image = {}, .buffer_cache = 1024};
   WALFS_ASSIGN_OR_RETURN(Superblock sb, Check(fs::MakeFilesystem(dev.get(), {.block_size = 1024, .ag_count = 2,
                                                                              .label = "hostile", .now_s = 1}),
                                               "mkfs"));
   {
-    WALFS_ASSIGN_OR_RETURN(auto fs, Check(Filesystem::MountDevice(dev.get(), {.buffer_cache = 1024}), "mount"));
+    WALFS_ASSIGN_OR_RETURN(auto fs, Check(Filesystem::MountDevice(dev.get(), kMount), "mount"));
     WALFS_ASSIGN_OR_RETURN(Built b, Populate(fs.get()));
     base.big_dir_ino = b.big_dir;
     base.extent_file_ino = b.extent_file;
@@ -231,7 +232,7 @@ Result<BaseImage> BuildBaseImage(Flavour flavour) {
   }
   if (flavour == Flavour::kCrashed) {
     // Everything above is written back; what follows is in the log only.
-    WALFS_ASSIGN_OR_RETURN(auto fs, Check(Filesystem::MountDevice(dev.get(), {.buffer_cache = 1024}), "remount"));
+    WALFS_ASSIGN_OR_RETURN(auto fs, Check(Filesystem::MountDevice(dev.get(), kMount), "remount"));
     WALFS_RETURN_IF_ERROR(CrashPhase(fs.get(), Built{base.big_dir_ino, base.extent_file_ino, base.xattr_file_ino}));
     // The destructor halts the log: a crash.
   }

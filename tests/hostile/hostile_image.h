@@ -52,7 +52,7 @@ struct MetaBlock {
   std::uint64_t offset = 0;
   std::uint32_t length = 0;
   std::uint64_t blkno = 0;        // filesystem block (records: the first block they touch)
-  std::vector<std::uint32_t> in_use_inodes;  // kInodeChunk: slots of in-use inodes
+  std::vector<std::uint32_t> in_use_inodes{};  // kInodeChunk: slots of in-use inodes
 };
 
 struct BaseImage {

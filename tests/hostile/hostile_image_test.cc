@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "base/block_device_memory.h"
+#include "base/messages.h"
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
 #include "tests/hostile/hostile_guard.h"
@@ -38,7 +39,14 @@ const BaseImage& Base(Flavour f) {
   return *b;
 }
 
-class HostileImage : public ::testing::TestWithParam<Flavour> {};
+// Damaged rounds shut filesystems down and refuse mounts, each with a
+// message: expected here, so the sink is silenced and a failed round
+// prints its own messages (RoundResult::messages).
+class HostileImage : public ::testing::TestWithParam<Flavour> {
+ protected:
+  void SetUp() override { Messages::Get().SetSink(Messages::Sink::kNone); }
+  void TearDown() override { Messages::Get().SetSink(Messages::Sink::kStderr, Severity::kWarning); }
+};
 
 TEST_P(HostileImage, UndamagedBaseImageChecksCleanAndMounts) {
   const BaseImage& base = Base(GetParam());
@@ -66,7 +74,8 @@ TEST_P(HostileImage, DamagedImagesAreRefusedOrSurvivedAndFsckReportsThem) {
     guard.Begin(seed);
     const RoundResult r = RunRound(base, seed, static_cast<int>(seed % kBlockKinds));
     guard.End();
-    for (const std::string& v : r.violations) ADD_FAILURE() << "seed " << seed << ": " << v;
+    for (const std::string& v : r.violations)
+      ADD_FAILURE() << "seed " << seed << ": " << v << "\nthe round's messages:\n" << r.messages;
     refused += !r.mounted;
     mounted += r.mounted;
     flagged += r.fsck_flagged;
@@ -78,7 +87,7 @@ TEST_P(HostileImage, DamagedImagesAreRefusedOrSurvivedAndFsckReportsThem) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Flavours, HostileImage, ::testing::Values(Flavour::kClean, Flavour::kCrashed),
-                         [](const auto& info) { return std::string(FlavourName(info.param)); });
+                         [](const auto& p) { return std::string(FlavourName(p.param)); });
 
 }  // namespace
 }  // namespace walfs::hostile

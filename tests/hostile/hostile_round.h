@@ -44,6 +44,11 @@ struct RoundResult {
   bool unmount_ok = false;
   std::string unmount_error;
   std::vector<std::string> violations;
+  // The kernel-log lines (base/messages.h) the round produced: shutdowns,
+  // refusals, corruption met.  RunOnImage empties the process's message
+  // ring first; callers that expect these messages silence the sink
+  // (Messages::Sink::kNone) and print this for a failed round.
+  std::string messages;
 };
 
 // Deterministic in (base, seed, kind): kind < 0 lets the seed choose.

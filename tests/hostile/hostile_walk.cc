@@ -26,15 +26,19 @@ class Walker {
  public:
   Walker(fs::Filesystem* fs, RoundResult* r) : fs_(fs), r_(r) {}
 
-  // Counts one operation; false if it failed.
-  bool Note(const Status& s, std::string_view what) {
+  // Counts one operation; false if it failed.  `contradiction` is an errno
+  // that here means the image contradicts itself (ENODATA for a name
+  // listxattr just listed, ENOENT for one readdir just returned): damage,
+  // though the same errno elsewhere is an ordinary answer.
+  bool Note(const Status& s, std::string_view what, int contradiction = 0) {
     ++r_->ops;
     if (s.ok()) return true;
     if (s.message().empty()) r_->violations.push_back(fmt::format("{}: an error without a message ({})", what, s.ToString()));
     // What a damaged image may cause: EUCLEAN (corruption) and EIO (I/O,
-    // shutdown); ENXIO from lseek and the like are answers, not damage.
-    const bool damage = s.IsCorruption() || s.IsShutdown() || s.code() == StatusCode::kInternal ||
-                        s.ToErrno() == EIO || s.ToErrno() == EUCLEAN;
+    // shutdown).  ENXIO from lseek, ENODATA, ENOTEMPTY and the like
+    // (kInternal and the other codes) are answers, not damage.
+    const bool damage = s.IsCorruption() || s.IsShutdown() || s.ToErrno() == EIO || s.ToErrno() == EUCLEAN ||
+                        (contradiction != 0 && s.ToErrno() == contradiction);
     if (damage) {
       if (r_->damage_errors++ == 0 && r_->first_error.empty()) r_->first_error = fmt::format("{}: {}", what, s.ToString());
     } else {
@@ -43,8 +47,8 @@ class Walker {
     return false;
   }
   template <typename T>
-  bool Note(const Result<T>& res, std::string_view what) {
-    return Note(res.ok() ? Status::Ok() : res.status(), what);
+  bool Note(const Result<T>& res, std::string_view what, int contradiction = 0) {
+    return Note(res.ok() ? Status::Ok() : res.status(), what, contradiction);
   }
 
   void Walk() { Dir(fs_->root(), "", 0); }
@@ -72,7 +76,7 @@ class Walker {
       if (entries_++ >= kMaxEntries) return;
       const std::string p = path + "/" + name;
       Result<struct stat> st = fs_->Lookup(ino, name);
-      if (!Note(st, "lookup " + p)) continue;
+      if (!Note(st, "lookup " + p, ENOENT)) continue;
       const std::uint64_t cino = st->st_ino;
       Visit(cino, *st, p, depth);
       fs_->Forget(cino, 1);
@@ -83,7 +87,7 @@ class Walker {
     Note(fs_->GetAttr(ino), "getattr " + path);
     Result<std::vector<std::string>> names = fs_->ListXattr(ino);
     if (Note(names, "listxattr " + path))
-      for (const std::string& n : *names) Note(fs_->GetXattr(ino, n), fmt::format("getxattr {} {}", path, n));
+      for (const std::string& n : *names) Note(fs_->GetXattr(ino, n), fmt::format("getxattr {} {}", path, n), ENODATA);
     if (S_ISDIR(st.st_mode)) {
       Dir(ino, path, depth + 1);
     } else if (S_ISLNK(st.st_mode)) {

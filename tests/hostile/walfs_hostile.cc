@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/messages.h"
 #include "tests/hostile/hostile_guard.h"
 #include "tests/hostile/hostile_image.h"
 #include "tests/hostile/hostile_round.h"
@@ -51,6 +52,7 @@ struct Shared {
   char first_violation[400];
   char description[200];
   char first_error[300];
+  char messages[1200];  // the round's kernel log (the end of it, if long)
 };
 
 void Copy(char* dst, std::size_t n, const std::string& s) {
@@ -67,6 +69,9 @@ void Fill(const RoundResult& r, Shared* out) {
   Copy(out->first_violation, sizeof(out->first_violation), r.violations.empty() ? "" : r.violations.front());
   Copy(out->description, sizeof(out->description), r.mutation.description);
   Copy(out->first_error, sizeof(out->first_error), r.first_error.empty() ? r.unmount_error : r.first_error);
+  const std::size_t keep = sizeof(out->messages) - 1;
+  Copy(out->messages, sizeof(out->messages),
+       r.messages.size() > keep ? r.messages.substr(r.messages.size() - keep) : r.messages);
   out->done = true;
 }
 
@@ -174,7 +179,8 @@ int Run(const Options& o) {
       }
       if (s.violations > 0) {
         row.violations += 1;
-        failures.push_back(fmt::format("VIOLATION {}: {} ({})", where, s.first_violation, s.description));
+        failures.push_back(fmt::format("VIOLATION {}: {} ({})\n{}", where, s.first_violation, s.description,
+                                       s.messages));
       }
     }
   }
@@ -265,5 +271,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // Damaged rounds shut filesystems down and refuse mounts by design: their
+  // messages go with the round's report (VIOLATION lines), not to stderr.
+  walfs::Messages::Get().SetSink(walfs::Messages::Sink::kNone);
   return Run(o);
 }
