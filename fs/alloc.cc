@@ -26,9 +26,17 @@ constexpr std::uint32_t kAgHeaderFreeOffset = 56;  // ag_format.h: free_blocks u
 struct BitmapView {
   const format::Superblock& sb;
   std::vector<BufRef> blocks;
-  bool Used(std::uint64_t agblock) const NO_THREAD_SAFETY_ANALYSIS {
+  // The first agblock in [from, to) that is `used`, or `to`.
+  std::uint64_t Find(std::uint64_t from, std::uint64_t to, bool used) const NO_THREAD_SAFETY_ANALYSIS {
     const std::uint64_t bits = format::BitsPerBitmapBlock(sb.block_size);
-    return format::BitmapTest(blocks[agblock / bits]->data(), agblock % bits);
+    while (from < to) {
+      const std::uint64_t index = from / bits, base = index * bits;
+      const std::uint64_t stop = std::min(to, base + bits);
+      const std::uint64_t hit = base + format::BitmapFind(blocks[index]->data(), from - base, stop - base, used);
+      if (hit < stop) return hit;
+      from = stop;
+    }
+    return to;
   }
 };
 }  // namespace
@@ -56,14 +64,13 @@ void Allocator::LogAgFree(FsTransaction* tx, const BufRef& agh, std::uint32_t fr
   tx->LogRange(agh, kAgHeaderFreeOffset, kAgHeaderFreeOffset + 3);
 }
 
-Allocator::BusyKind Allocator::IsBusy(std::uint32_t agno, std::uint32_t agblock,
-                                      std::uint32_t count) {
+Allocator::BusyRun Allocator::FirstBusy(std::uint32_t agno, std::uint32_t agblock,
+                                        std::uint32_t count) {
   const std::uint64_t committed = log_->cil().committed_seq();
   MutexLock l(&mu_);
   auto ag = busy_.find(agno);
-  if (ag == busy_.end()) return BusyKind::kNone;
+  if (ag == busy_.end()) return {};
   auto& runs = ag->second;
-  BusyKind kind = BusyKind::kNone;
   auto it = runs.upper_bound(agblock);
   if (it != runs.begin()) --it;
   while (it != runs.end() && it->first < agblock + count) {
@@ -71,12 +78,13 @@ Allocator::BusyKind Allocator::IsBusy(std::uint32_t agno, std::uint32_t agblock,
       it = runs.erase(it);
       continue;
     }
-    if (it->first + it->second.count > agblock)
-      kind = it->second.seq == kPendingSeq && kind == BusyKind::kNone ? BusyKind::kPending
-                                                                       : BusyKind::kCommittable;
+    const std::uint32_t end = it->first + it->second.count;
+    if (end > agblock)
+      return {it->second.seq == kPendingSeq ? BusyKind::kPending : BusyKind::kCommittable,
+              std::max(it->first, agblock), end};
     ++it;
   }
-  return kind;
+  return {};
 }
 
 Status Allocator::SetBits(FsTransaction* tx, std::uint32_t agno, std::uint32_t agblock,
@@ -140,33 +148,33 @@ Result<Extent> Allocator::AllocInAg(FsTransaction* tx, std::uint32_t agno,
     std::uint32_t b = aligned(sweep == 0 ? start : first);
     const std::uint32_t end = sweep == 0 ? len : std::min(len, start + r.min);
     while (b < end && b + r.min <= len) {
-      if (view.Used(b)) {
-        b = aligned(b + 1);
+      // The next free block from b (a word of the bitmap at a time).
+      if (const auto f = static_cast<std::uint32_t>(view.Find(b, end, /*used=*/false)); f != b) {
+        b = aligned(f);
         continue;
       }
       // A free run from b: how long (up to `want`)?
-      std::uint32_t n = 1;
-      while (n < r.want && b + n < len && !view.Used(b + n)) ++n;
+      std::uint32_t n = static_cast<std::uint32_t>(
+          view.Find(b, std::min<std::uint64_t>(len, std::uint64_t{b} + r.want), /*used=*/true) - b);
       if (n < r.min) {
         b = aligned(b + n);
         continue;
       }
-      if (const BusyKind kind = IsBusy(agno, b, n); kind != BusyKind::kNone) {
+      if (const BusyRun busy = FirstBusy(agno, b, n); busy.kind != BusyKind::kNone) {
         // Use the part before the first busy block if it is long enough;
-        // otherwise move on.
-        std::uint32_t ok = 0;
-        while (ok < n && IsBusy(agno, b + ok, 1) == BusyKind::kNone) ++ok;
+        // otherwise go on past the busy run (not block by block: a freed
+        // file is one busy run per extent, thousands of blocks long).
         {
           MutexLock l(&mu_);
           ++stats_.busy_skips;
         }
         // Only space a log force can free counts (not this transaction's own).
-        if (kind == BusyKind::kCommittable) *saw_busy = true;
-        if (ok < r.min) {
-          b = aligned(b + ok + 1);
+        if (busy.kind == BusyKind::kCommittable) *saw_busy = true;
+        if (busy.start - b < r.min) {
+          b = aligned(busy.end);
           continue;
         }
-        n = ok;
+        n = busy.start - b;
       }
       WALFS_RETURN_IF_ERROR(SetBits(tx, agno, b, n, true));
       LogAgFree(tx, agh, h.free_blocks - n);

@@ -88,11 +88,16 @@ class Allocator {
   Status CheckBits(std::uint32_t agno, std::uint32_t agblock, std::uint32_t count, bool used);
   Status SetBits(FsTransaction* tx, std::uint32_t agno, std::uint32_t agblock, std::uint32_t count,
                  bool used);
-  // Whether [agblock, +count) of AG agno overlaps space freed by a checkpoint
-  // that is not on disk yet (kCommittable: a log force frees it), or by a
-  // transaction not yet committed (kPending); prunes what is on disk.
+  // The first busy run overlapping [agblock, +count) of AG agno: space
+  // freed by a checkpoint that is not on disk yet (kCommittable: a log
+  // force frees it), or by a transaction not yet committed (kPending);
+  // [start, end) is its part from agblock on.  Prunes what is on disk.
   enum class BusyKind { kNone, kPending, kCommittable };
-  BusyKind IsBusy(std::uint32_t agno, std::uint32_t agblock, std::uint32_t count);
+  struct BusyRun {
+    BusyKind kind = BusyKind::kNone;
+    std::uint32_t start = 0, end = 0;
+  };
+  BusyRun FirstBusy(std::uint32_t agno, std::uint32_t agblock, std::uint32_t count);
 
   BufCache* const cache_;
   journal::Log* const log_;

@@ -165,6 +165,9 @@ class Filesystem {
   // The bytes written from `offset`: all of `size`, or fewer when space ran
   // out part way (ENOSPC only when nothing could be written).
   Result<std::size_t> WriteBlocks(const InodeRef& ip, std::uint64_t offset, const char* data, std::size_t size);
+  // Where new blocks for file block `pos` should go: right after the disk
+  // block that maps pos - 1, else near the inode.
+  Result<std::uint64_t> DataGoal(const InodeRef& ip, std::uint64_t pos);
   Btree XattrTree(std::uint64_t ino) const;
   Status DestroyXattrs(const InodeRef& ip);
   // Frees everything an inode owns and the inode itself (no links, no users).

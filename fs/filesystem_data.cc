@@ -115,11 +115,7 @@ Result<std::size_t> Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t of
     // A hole: allocate, write, then map.
     const std::uint64_t hole_end = over.empty() ? end : std::min(end, over.front().file_block);
     auto want = static_cast<std::uint32_t>(std::min<std::uint64_t>(hole_end - pos, kMaxAllocRun));
-    std::uint64_t goal = ip->ino / sb_.inodes_per_block();
-    if (pos > 0) {
-      WALFS_ASSIGN_OR_RETURN(std::vector<Extent> left, maps_->Overlapping(ip->Core(), pos - 1, pos));
-      if (!left.empty()) goal = left.front().disk_block + (pos - left.front().file_block);
-    }
+    WALFS_ASSIGN_OR_RETURN(const std::uint64_t goal, DataGoal(ip, pos));
     Op op(this);
     // Near a full filesystem a shorter run may still fit: halve until one
     // block does not.
@@ -152,6 +148,14 @@ Result<std::size_t> Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t of
     pos += e.length;
   }
   return size;
+}
+
+Result<std::uint64_t> Filesystem::DataGoal(const InodeRef& ip, std::uint64_t pos) {
+  if (pos > 0) {
+    WALFS_ASSIGN_OR_RETURN(std::vector<Extent> left, maps_->Overlapping(ip->Core(), pos - 1, pos));
+    if (!left.empty()) return left.front().disk_block + (pos - left.front().file_block);
+  }
+  return ip->ino / sb_.inodes_per_block();
 }
 
 Result<std::size_t> Filesystem::Write(std::uint64_t ino, std::uint64_t offset, const char* data, std::size_t size) {
@@ -327,7 +331,8 @@ Status Filesystem::Fallocate(std::uint64_t ino, int mode, std::uint64_t offset, 
       const auto want = static_cast<std::uint32_t>(std::min<std::uint64_t>(hole_end - pos, kMaxAllocRun));
       Op op(this);
       WALFS_RETURN_IF_ERROR(op.Begin(TransType::kWrite, want + kMapChangeBlocks));
-      Result<Extent> got = alloc_->Alloc(op.tx(), {.goal = ip->ino / sb_.inodes_per_block(), .min = 1, .want = want});
+      WALFS_ASSIGN_OR_RETURN(const std::uint64_t goal, DataGoal(ip, pos));
+      Result<Extent> got = alloc_->Alloc(op.tx(), {.goal = goal, .min = 1, .want = want});
       if (!got.ok()) return got.status().IsNoSpace() ? Errno(ENOSPC, got.status().message()) : got.status();
       Extent e = *got;
       e.file_block = pos;

@@ -1,5 +1,6 @@
 #include "fs/format/ag_format.h"
 
+#include <bit>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -84,6 +85,25 @@ Status VerifyBitmapBlock(std::span<const std::byte> block, const Superblock& sb,
 bool BitmapTest(std::span<const std::byte> block, std::uint64_t bit) {
   const auto byte = std::to_integer<std::uint8_t>(block[BitmapByteOffset(bit)]);
   return (byte >> (bit % 8)) & 1u;
+}
+
+std::uint64_t BitmapFind(std::span<const std::byte> block, std::uint64_t from, std::uint64_t to,
+                         bool used) {
+  WALFS_CHECK(to <= (block.size() - kBlockHeaderSize) * 8);
+  while (from < to) {
+    if (from % 64 == 0 && to - from >= 64) {
+      // Bit i of the map is bit i % 8 of byte i / 8: a little-endian word
+      // holds 64 consecutive bits in order.
+      std::uint64_t word = DecodeFixed64(C(block) + BitmapByteOffset(from));
+      if (!used) word = ~word;
+      if (word != 0) return from + static_cast<std::uint64_t>(std::countr_zero(word));
+      from += 64;
+      continue;
+    }
+    if (BitmapTest(block, from) == used) return from;
+    ++from;
+  }
+  return to;
 }
 
 void BitmapSet(std::span<std::byte> block, std::uint64_t bit, bool used) {

@@ -74,6 +74,11 @@ Status VerifyBitmapBlock(std::span<const std::byte> block, const Superblock& sb,
                          std::uint32_t agno, std::uint32_t index);
 bool BitmapTest(std::span<const std::byte> block, std::uint64_t bit);
 void BitmapSet(std::span<std::byte> block, std::uint64_t bit, bool used);
+// The first bit in [from, to) whose value is `used`, or `to` when there is
+// none; whole 64-bit words at a time, so the allocator's scans cost a word
+// per 64 blocks instead of a test per block.
+std::uint64_t BitmapFind(std::span<const std::byte> block, std::uint64_t from, std::uint64_t to,
+                         bool used);
 // Byte offset of a bit's byte in a bitmap block (for LogRange).
 inline std::uint32_t BitmapByteOffset(std::uint64_t bit) {
   return static_cast<std::uint32_t>(kBlockHeaderSize + bit / 8);

@@ -87,6 +87,24 @@ TEST_F(AllocTest, FreedBlocksAreNotReusedUntilTheFreeIsOnDisk) {
   ASSERT_TRUE(Free(*reused).ok());
 }
 
+TEST_F(AllocTest, ABusyRunIsPassedOverInOneStepNotBlockByBlock) {
+  // A deleted file's extents are busy until their checkpoint is on disk;
+  // allocating just before them must step over each run at once (the scan
+  // used to restart one block further on, 65,536 times for a 256 MiB
+  // file: fio's fallocate took ten seconds).
+  const std::uint64_t goal = sb_.AgStart(1) + 3000;
+  auto e = Alloc({.goal = goal, .min = 512, .want = 512});
+  ASSERT_TRUE(e.ok());
+  ASSERT_EQ(e->disk_block, goal);
+  ASSERT_TRUE(Free(*e).ok());
+  const std::uint64_t skips = alloc_->Stats().busy_skips;
+  auto next = Alloc({.goal = goal, .min = 64, .want = 64});
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->disk_block, e->disk_block + e->length) << "the first block after the busy run";
+  EXPECT_EQ(alloc_->Stats().busy_skips - skips, 1u);
+  ASSERT_TRUE(Free(*next).ok());
+}
+
 TEST_F(AllocTest, RunningOutOfSpaceIsNoSpaceAndEverythingComesBack) {
   std::vector<Extent> all;
   for (;;) {

@@ -114,6 +114,37 @@ TEST(BlockHeader, SealedBlocksVerifyAndDamageIsNamed) {
   EXPECT_NE(MagicString(kAgBitmapMagic).find("AGBM"), std::string::npos);
 }
 
+TEST(Bitmap, FindAgreesWithTestingEveryBitOnEveryRangeAndValue) {
+  const Superblock sb = TestSb();
+  std::vector<std::byte> b(sb.block_size);
+  InitBitmapBlock(sb, 1, 0, b);
+  const std::uint64_t bits = BitsPerBitmapBlock(sb.block_size);
+  // Runs of every length around a word, single bits, and a full tail.
+  std::uint64_t x = 12345;
+  for (std::uint64_t i = 0; i < bits;) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const std::uint64_t len = 1 + (x >> 33) % 150;
+    const bool used = (x >> 20) & 1;
+    for (std::uint64_t j = i; j < std::min(bits, i + len); ++j) BitmapSet(b, j, used);
+    i += len;
+  }
+  for (std::uint64_t j = bits - 70; j < bits; ++j) BitmapSet(b, j, true);
+  auto naive = [&](std::uint64_t from, std::uint64_t to, bool used) {
+    while (from < to && BitmapTest(b, from) != used) ++from;
+    return from;
+  };
+  for (int round = 0; round < 3000; ++round) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const std::uint64_t from = (x >> 11) % bits;
+    const std::uint64_t to = from + (x >> 40) % (bits - from + 1);
+    for (const bool used : {false, true})
+      ASSERT_EQ(BitmapFind(b, from, to, used), naive(from, to, used))
+          << "from " << from << " to " << to << " used " << used;
+  }
+  EXPECT_EQ(BitmapFind(b, bits - 70, bits, false), bits);  // none: `to`
+  EXPECT_EQ(BitmapFind(b, 5, 5, true), 5u);                 // empty range
+}
+
 TEST(AgHeader, RoundTripsAndRefusesImpossibleCounts) {
   const Superblock sb = TestSb();
   std::vector<std::byte> b(sb.block_size);
