@@ -101,6 +101,7 @@ void Usage(const char* prog) {
       "  -o logbufs=N            in-core log buffers, 2..16 (default 8)\n"
       "  -o logbsize=BYTES       log buffer size, 16384..57856 (default 32768)\n"
       "  -o threads=N            FUSE worker threads kept idle (default: libfuse's 10)\n"
+      "  -o max_threads=N        at most N FUSE worker threads (libfuse's; default 10)\n"
       "  -o writeback_cache      let the kernel cache writes\n"
       "  -o io=sync              pread/pwrite instead of io_uring\n"
       "  -o fault_injection      testing: fail the image's I/O on command (MOUNTPOINT/.walfs/fault)\n"

@@ -67,6 +67,11 @@ class ParserTest(unittest.TestCase):
             "log size 512 blocks too small, minimum size is 1566 blocks\nUsage: ..."), 1566)
         self.assertIsNone(systems.parse_xfs_min_log("Log size must be at least 64MB."))
 
+    def test_walfs_mount_options_carry_the_worker_threads_when_set(self):
+        self.assertEqual(systems.walfs_mount_options("wakeq"), "wake=wakeq")
+        self.assertEqual(systems.walfs_mount_options("inline", 64),
+                         "wake=inline,max_threads=64,threads=64")
+
     def test_walfs_minimum_log_is_rounded_up_to_blocks(self):
         msg = "the log must hold 3 of them: at least 701432 bytes"
         self.assertEqual(systems.parse_walfs_min_log(msg), 172 * 4096)

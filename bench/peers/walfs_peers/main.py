@@ -44,6 +44,9 @@ def parse_args(argv):
     p.add_argument("--nrfiles", type=int, help="fio NRFILES of the metadata jobs (default 10000; --quick 1000)")
     p.add_argument("--users", help="walfs-aim ramp START:END:INCR (default 1:16:5; --quick 1:4:3)")
     p.add_argument("--aim-jobs", type=int, help="walfs-aim -j (default 100; --quick 10)")
+    p.add_argument("--walfs-threads", type=int, metavar="N",
+                   help="FUSE worker threads of the walfs mounts (-o max_threads=N,threads=N; default "
+                        "libfuse's 10): more concurrent transactions, so log space can run out")
     p.add_argument("--image-size", help="image and tmpfs size (default 2g; --quick 1g)")
     p.add_argument("--disk", metavar="DIR",
                    help="put images (and the passthrough's source directory) on DIR instead of tmpfs")
@@ -78,6 +81,8 @@ def parse_args(argv):
             p.error(f"unknown load {l!r} (aim, fio)")
     if a.reps < 1:
         p.error("--reps must be at least 1")
+    if a.walfs_threads is not None and not 1 <= a.walfs_threads <= 100000:
+        p.error("--walfs-threads must be 1..100000")
     return a
 
 
@@ -332,7 +337,7 @@ def main(argv=None, bin_dir=None, source_dir=None):
     run_dir = os.path.join(base, f"{hostlib.RUN_PREFIX}{os.getpid()}")
     os.makedirs(run_dir, exist_ok=True)
     env_rows = versions(run.host, facts, source_dir, args)
-    ctx = syslib.Ctx(run.host, facts, run_dir, args.image_bytes, log)
+    ctx = syslib.Ctx(run.host, facts, run_dir, args.image_bytes, log, args.walfs_threads)
     info = {s.name: {} for s in chosen}
     interrupted = False
     start = time.monotonic()

@@ -33,9 +33,10 @@ def parse_size(text):
 
 
 class Ctx:
-    def __init__(self, host, facts, run_dir, image_size, log):
+    def __init__(self, host, facts, run_dir, image_size, log, walfs_threads=None):
         self.host, self.facts, self.run_dir = host, facts, run_dir
         self.image_size, self.log = image_size, log
+        self.walfs_threads = walfs_threads   # FUSE worker threads of the walfs mounts (None: libfuse's)
 
 
 class SetupError(Exception):
@@ -298,10 +299,24 @@ class Walfs(System):
                 raise SetupError("mkfs.walfs did not report its minimum log size")
             args = ["-l", f"size={least}"]
         self._run(ctx, [mkfs, "-q", "-f"] + args + [img], record="mkfs")
-        self._spawn_fuse(ctx, [ctx.facts.tool("walfs"), img, self.mnt, "-f", "-o", f"wake={self.mode}"])
+        options = walfs_mount_options(self.mode, ctx.walfs_threads)
+        self.info["mount_options"] = options
+        self._spawn_fuse(ctx, [ctx.facts.tool("walfs"), img, self.mnt, "-f", "-o", options])
 
     def walfs_stats(self):
         return read_walfs_stats(os.path.join(self.mnt, ".walfs", "stats"))
+
+
+def walfs_mount_options(mode, threads=None):
+    """walfs's -o string: the wake mode, and the FUSE worker threads when set.
+
+    libfuse's default of at most 10 workers caps how many requests -- and so
+    transactions -- are in the daemon at once; a load meant to run out of log
+    space needs more (max_threads), and as many kept idle (threads)."""
+    options = [f"wake={mode}"]
+    if threads:
+        options += [f"max_threads={threads}", f"threads={threads}"]
+    return ",".join(options)
 
 
 def parse_walfs_min_log(text, block=4096):
