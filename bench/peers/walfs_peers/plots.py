@@ -70,16 +70,25 @@ def fio_plot(rows, out_dir, value, name, title, ylabel):
     return png, gp
 
 
+# The grant-head counters the wake-mode comparison is about, in reading
+# order; the tracer's counters in the same stats file are not plotted.
+GRANT_METRICS = [f"{head}_{m}" for head in ("reserve", "write")
+                 for m in ("sleeps", "wakes_issued", "duplicate_wakes", "duplicate_wakes_avoided",
+                           "wake_syscalls")]
+
+
 def walfs_stats_plot(rows, out_dir):
-    """Grant-head sleeps and wakes per wake mode, from walfs's stats."""
-    pts = [r for r in rows if r.get("load") == "walfs-stats" and r.get("median") is not None]
-    if not pts:
+    """Grant-head sleeps and wakes per wake mode, from walfs's stats: the
+    GRANT_METRICS that are not zero for every system (a head that never
+    slept has nothing to show)."""
+    pts = [r for r in rows if r.get("load") == "walfs-stats" and r.get("median") is not None
+           and r.get("metric") in GRANT_METRICS]
+    keys = [k for k in GRANT_METRICS if any(r["metric"] == k and r["median"] for r in pts)]
+    if not keys:
         return None
     dat = os.path.join(out_dir, "walfs_grant.dat")
-    keys, systems, cells = [], [], {}
+    systems, cells = [], {}
     for r in pts:
-        if r["metric"] not in keys:
-            keys.append(r["metric"])
         if r["system"] not in systems:
             systems.append(r["system"])
         cells[(r["system"], r["metric"])] = r["median"]
@@ -89,7 +98,7 @@ def walfs_stats_plot(rows, out_dir):
             f.write(s + " " + " ".join(_fmt(cells.get((s, k))) for k in keys) + "\n")
     png = os.path.join(out_dir, "walfs_grant.png")
     cols = ", ".join(f"{_q(dat)} using {i + 2}:xtic(1) title {_q(k)}" for i, k in enumerate(keys))
-    gp = (_HEAD + f"set output {_q(png)}\nset title 'walfs grant-head sleeps and wakes per wake mode (aim run)'\n"
+    gp = (_HEAD + f"set output {_q(png)}\nset title 'walfs grant-head sleeps and wakes per wake mode (aim run, medians)'\n"
           "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
           f"set yrange [0:*]\nplot {cols}\n")
     return png, gp

@@ -300,7 +300,6 @@ class Walfs(System):
             args = ["-l", f"size={least}"]
         self._run(ctx, [mkfs, "-q", "-f"] + args + [img], record="mkfs")
         options = walfs_mount_options(self.mode, ctx.walfs_threads)
-        self.info["mount_options"] = options
         self._spawn_fuse(ctx, [ctx.facts.tool("walfs"), img, self.mnt, "-f", "-o", options])
 
     def walfs_stats(self):
