@@ -41,9 +41,10 @@ struct BitmapView {
 };
 }  // namespace
 
-Result<BufRef> Allocator::HoldAgHeader(FsTransaction* tx, std::uint32_t agno, AgHeader* header)
-    NO_THREAD_SAFETY_ANALYSIS {
+Result<BufRef> Allocator::HoldAgHeader(FsTransaction* tx, std::uint32_t agno, AgHeader* header,
+                                       bool* held_before) NO_THREAD_SAFETY_ANALYSIS {
   WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), BlockType::kAgHeader));
+  if (held_before) *held_before = tx->Holds(agh);
   if (!tx->HoldAgHeader(agh, agno))
     return Status::WouldBlock(fmt::format("AG {} is busy and lower than an AG this transaction holds", agno));
   // The header verified when it was read (its counts against the geometry);
@@ -127,9 +128,17 @@ Result<Extent> Allocator::AllocInAg(FsTransaction* tx, std::uint32_t agno,
                                     const AllocRequest& r, std::uint32_t goal_agblock,
                                     bool* saw_busy) {
   AgHeader h;
-  WALFS_ASSIGN_OR_RETURN(BufRef agh, HoldAgHeader(tx, agno, &h));
+  bool held_before = false;
+  WALFS_ASSIGN_OR_RETURN(BufRef agh, HoldAgHeader(tx, agno, &h, &held_before));
+  // Nothing changed here: let others in -- unless the caller held the AG
+  // before (the inode allocator holds it, and its inode map block under
+  // it, while it asks for a chunk: letting go of the header alone would
+  // let another transaction take it and then wait for the map block).
+  auto let_go = [&] {
+    if (!held_before) tx->Release(agh);
+  };
   if (h.free_blocks < r.min) {
-    tx->Release(agh);  // nothing changed here: let others in
+    let_go();
     return Status::NoSpace(fmt::format("AG {} is full", agno));
   }
   BitmapView view{*sb_, {}};
@@ -182,7 +191,7 @@ Result<Extent> Allocator::AllocInAg(FsTransaction* tx, std::uint32_t agno,
       return Extent{0, sb_->AgStart(agno) + b, n, false};
     }
   }
-  tx->Release(agh);
+  let_go();
   return Status::NoSpace(fmt::format("AG {} has no free run of {} blocks", agno, r.min));
 }
 

@@ -9,7 +9,8 @@
 // run at or after the goal, then the other AGs in order; an AG lower than
 // one the transaction already holds is only try-locked, so no two
 // transactions ever wait for each other's AGs in opposite orders.  An AG
-// that yields nothing is released again unless the transaction changed it.  The AG header's
+// that yields nothing is released again unless the transaction changed it
+// or held it before the call.  The AG header's
 // free count is logged with every change; the superblock's counters are lazy
 // (summed from the AG headers at a clean unmount; fsck rewrites them after
 // a replay).
@@ -83,7 +84,9 @@ class Allocator {
   Result<format::Extent> AllocInAg(FsTransaction* tx, std::uint32_t agno,
                                    const AllocRequest& request, std::uint32_t goal_agblock,
                                    bool* saw_busy);
-  Result<BufRef> HoldAgHeader(FsTransaction* tx, std::uint32_t agno, format::AgHeader* header);
+  // `held_before` (optional): whether the transaction held it already.
+  Result<BufRef> HoldAgHeader(FsTransaction* tx, std::uint32_t agno, format::AgHeader* header,
+                              bool* held_before = nullptr);
   void LogAgFree(FsTransaction* tx, const BufRef& agh, std::uint32_t free_blocks);
   Status CheckBits(std::uint32_t agno, std::uint32_t agblock, std::uint32_t count, bool used);
   Status SetBits(FsTransaction* tx, std::uint32_t agno, std::uint32_t agblock, std::uint32_t count,

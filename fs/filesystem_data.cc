@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -79,11 +81,15 @@ Result<std::size_t> Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t of
     return s;
   };
   // Blocks [from, to) as whole blocks: the caller's bytes, zeros elsewhere.
-  auto padded = [&](std::uint64_t from, std::uint64_t to) {
-    std::string buf((to - from) * bs, '\0');
+  // When the caller's bytes cover them exactly (every block-aligned write)
+  // they are written as they are, without a zeroed copy.
+  std::string pad;
+  auto padded = [&](std::uint64_t from, std::uint64_t to) -> std::string_view {
     const std::uint64_t b0 = std::max(offset, from * bs), b1 = std::min(end_byte, to * bs);
-    std::memcpy(buf.data() + (b0 - from * bs), data + (b0 - offset), b1 - b0);
-    return buf;
+    if (b0 == from * bs && b1 == to * bs) return {data + (b0 - offset), b1 - b0};
+    pad.assign((to - from) * bs, '\0');
+    std::memcpy(pad.data() + (b0 - from * bs), data + (b0 - offset), b1 - b0);
+    return pad;
   };
   while (pos < end) {
     WALFS_ASSIGN_OR_RETURN(std::vector<Extent> over, maps_->Overlapping(ip->Core(), pos, end));
@@ -95,7 +101,7 @@ Result<std::size_t> Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t of
         WALFS_RETURN_IF_ERROR(device_->Write(e.disk_block * bs + (b0 - e.file_block * bs), data + (b0 - offset), b1 - b0));
         ip->data_dirty.store(true, std::memory_order_relaxed);
       } else {
-        const std::string buf = padded(pos, run_end);
+        const std::string_view buf = padded(pos, run_end);
         WALFS_RETURN_IF_ERROR(device_->Write((e.disk_block + (pos - e.file_block)) * bs, buf.data(), buf.size()));
         Op op(this);
         WALFS_RETURN_IF_ERROR(op.Begin(TransType::kWrite, kMapChangeBlocks));
@@ -129,7 +135,7 @@ Result<std::size_t> Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t of
     if (!got.ok()) return partial(got.status().IsNoSpace() ? Errno(ENOSPC, got.status().message()) : got.status());
     Extent e = *got;
     e.file_block = pos;
-    const std::string buf = padded(pos, pos + e.length);
+    const std::string_view buf = padded(pos, pos + e.length);
     if (Status w = device_->Write(e.disk_block * bs, buf.data(), buf.size()); !w.ok()) {
       // The data did not land: give the blocks back in the same transaction
       // (a dirty one cannot be cancelled without shutting the filesystem

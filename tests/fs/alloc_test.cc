@@ -269,6 +269,33 @@ TEST_F(AllocTest, AFullGoalAgFallsBackToABusyLowerAgByWaiting) {
   EXPECT_LT(e->disk_block, sb_.AgStart(1));
 }
 
+// The inode allocator holds an AG's header and its inode map block while
+// it asks for a chunk in that AG.  When the AG has no room the header must
+// stay held: letting it go alone let another transaction take it and wait
+// for the map block -- a deadlock (FilesystemTest.FourThreads... hung).
+TEST_F(AllocTest, AnAgHeaderHeldBeforeAFailedAllocationStaysHeld) {
+  for (;;) {
+    auto e = Alloc({.goal = sb_.AgStart(1), .min = 1, .want = 32768, .goal_ag_only = true});
+    if (!e.ok()) break;
+  }
+  auto tx = FsTransaction::Begin(log_.get(), journal::TransType::kCreate);
+  ASSERT_TRUE(tx.ok());
+  auto agh1 = cache_->Read(sb_.AgStart(1), format::BlockType::kAgHeader);
+  ASSERT_TRUE(agh1.ok());
+  ASSERT_TRUE(tx->HoldAgHeader(*agh1, 1));
+  auto e = alloc_->Alloc(&*tx, {.goal = sb_.AgStart(1), .min = 8, .want = 8, .align = 8, .goal_ag_only = true});
+  EXPECT_TRUE(e.status().IsNoSpace()) << e.status().ToString();
+  EXPECT_TRUE(tx->Holds(*agh1)) << "the caller's AG header was let go";
+  // An AG the allocation took itself is let go again.
+  auto agh0 = cache_->Read(sb_.AgStart(0), format::BlockType::kAgHeader);
+  ASSERT_TRUE(agh0.ok());
+  auto f = alloc_->Alloc(&*tx, {.goal = sb_.AgStart(0), .min = format::kMaxExtentLength,
+                                 .want = format::kMaxExtentLength, .goal_ag_only = true});
+  EXPECT_FALSE(f.ok());
+  EXPECT_FALSE(tx->Holds(*agh0));
+  tx->Cancel();
+}
+
 // A transaction cannot reuse what it freed itself (its free is not even
 // committed); no log force can change that, so none is made.
 TEST_F(AllocTest, ATransactionsOwnFreesAreNotWorthAForce) {
