@@ -156,6 +156,7 @@ Status InodeAllocator::LogInode(FsTransaction* tx, std::uint64_t ino, const Inod
 Result<std::uint64_t> InodeAllocator::PickInAg(FsTransaction* tx, std::uint32_t agno,
                                                InodeCore* init) {
   WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), BlockType::kAgHeader));
+  const bool held_before = tx->Holds(agh);
   if (!tx->HoldAgHeader(agh, agno))
     return Status::WouldBlock(fmt::format("AG {} is busy and lower than an AG this transaction holds", agno));
   Result<MapSlot> found = FindRecord(tx, agno, Find::kFree, 0);
@@ -166,7 +167,8 @@ Result<std::uint64_t> InodeAllocator::PickInAg(FsTransaction* tx, std::uint32_t 
     if (found.status().code() != StatusCode::kNotFound) return found.status();
     Result<MapSlot> fresh = NewChunk(tx, agno, agh);
     if (!fresh.ok()) {
-      if (fresh.status().IsNoSpace()) tx->Release(agh);  // untouched unless logged
+      // Untouched unless logged; a header the transaction held before stays held.
+      if (fresh.status().IsNoSpace() && !held_before) tx->Release(agh);
       return fresh.status();
     }
     s = std::move(fresh).value();
