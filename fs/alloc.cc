@@ -113,13 +113,19 @@ Status Allocator::SetBits(FsTransaction* tx, std::uint32_t agno, std::uint32_t a
 Status Allocator::CheckBits(std::uint32_t agno, std::uint32_t agblock, std::uint32_t count,
                             bool used) NO_THREAD_SAFETY_ANALYSIS {
   const std::uint64_t bits = format::BitsPerBitmapBlock(sb_->block_size);
-  for (std::uint64_t i = agblock; i < std::uint64_t{agblock} + count; ++i) {
+  const std::uint64_t end = std::uint64_t{agblock} + count;
+  for (std::uint64_t b = agblock; b < end;) {
+    const std::uint64_t index = b / bits, base = index * bits;
+    const std::uint64_t stop = std::min(end, base + bits);
     WALFS_ASSIGN_OR_RETURN(BufRef bm, cache_->Read(sb_->AgStart(agno) + format::AgBitmapStart() +
-                                                       static_cast<std::uint32_t>(i / bits),
+                                                       static_cast<std::uint32_t>(index),
                                                    BlockType::kBitmap));
-    if (format::BitmapTest(bm->data(), i % bits) != used)
-      return Status::Corruption(fmt::format("AG {} bitmap: block {} is already {}", agno, i,
+    // A word of the map at a time: the first bit that is not `used`.
+    const std::uint64_t odd = base + format::BitmapFind(bm->data(), b - base, stop - base, !used);
+    if (odd < stop)
+      return Status::Corruption(fmt::format("AG {} bitmap: block {} is already {}", agno, odd,
                                             used ? "free" : "in use"));
+    b = stop;
   }
   return Status::Ok();
 }
