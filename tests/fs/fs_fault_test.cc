@@ -23,6 +23,7 @@
 
 #include "base/block_device_fault.h"
 #include "base/block_device_memory.h"
+#include "base/block_device_recording.h"
 #include "base/messages.h"
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
@@ -140,6 +141,42 @@ TEST_F(FaultFixture, AWriteFailureWhileUnmountClosesTheLogIsReportedNotACrash) {
   EXPECT_EQ(um.ToErrno(), EIO) << um.ToString();
   fs.reset();
   ExpectRecoveredWith(kept, "synced data");
+}
+
+// A failed fsync leaves the data to be flushed by the next one: Fsync used
+// to clear the inode's data-dirty mark before its force and flush, so a
+// retry after a failed flush found nothing to flush and returned OK with
+// the data possibly still in the device's volatile cache.  The retry's
+// flush is what this checks (counted on the device); then a crash in the
+// harshest state the recording's model allows (base/block_device_recording.h:
+// only what a successful flush made durable landed) keeps the data.
+TEST_F(FaultFixture, AnFsyncAfterAFailedFsyncFlushesAgainAndItsDataSurvivesACrash) {
+  auto rec = RecordingDevice::Create(&disk_);
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  FaultDevice dev(rec->get());
+  auto fs = Filesystem::MountDevice(&dev, {});
+  ASSERT_TRUE(fs.ok()) << fs.status().ToString();
+  const std::uint64_t ino = CreateWith(fs->get(), "f", "");
+  const std::string data(3 * 4096 + 100, 'd');
+  ASSERT_TRUE((*fs)->Write(ino, 0, data.data(), data.size()).ok());
+  // The log is forced now: the fsync's only flush is the one for the data.
+  ASSERT_TRUE((*fs)->log()->Force().ok());
+  dev.FailNthFlush(1);
+  EXPECT_EQ((*fs)->Fsync(ino, false).ToErrno(), EIO);
+  ASSERT_EQ(dev.counters().failed_flushes, 1u);
+  ASSERT_FALSE((*fs)->log()->IsShutdown()) << "a failed data flush is the caller's error only";
+  dev.ClearFaults();
+  const std::uint64_t flushes = dev.counters().flushes;
+  ASSERT_TRUE((*fs)->Fsync(ino, false).ok());
+  EXPECT_GT(dev.counters().flushes, flushes) << "the retry did not flush the data again";
+  const std::size_t crash_at = (*rec)->op_count();
+  fs->reset();  // a crash
+  auto img = (*rec)->SampleCrashState(crash_at, {.seed = 1, .land_probability = 0.0});
+  ASSERT_TRUE(img.ok()) << img.status().ToString();
+  auto after = Filesystem::MountDevice(img->get(), {});
+  ASSERT_TRUE(after.ok()) << "recovery: " << after.status().ToString();
+  EXPECT_EQ(ReadAll(after->get(), ino, data.size()), data);
+  ASSERT_TRUE((*after)->Unmount().ok());
 }
 
 
