@@ -6,8 +6,8 @@
 // against the Checker's oracles: recovery and fsck, fsynced files, no stale
 // data, the namespace a prefix of the log (rename atomicity), idempotent
 // recovery.  FsCrashRegression below keeps the bugs this test found,
-// reduced.  WALFS_FS_CRASH_SEEDS=N runs random seeds 1..N (default 3);
-// walfs-crashtest runs more.
+// reduced.  WALFS_FS_CRASH_SEEDS=N runs random seeds 1..N (default 3; 2
+// under ASan, 1 under TSan); walfs-crashtest runs more.
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -28,6 +28,7 @@
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
+#include "tests/sanitizer_build.h"
 
 namespace walfs::fs {
 namespace {
@@ -36,9 +37,13 @@ using crash::kImageBytes;
 using crash::Problems;
 constexpr Caller kRoot{};
 
+// Random seeds per build (tests/sanitizer_build.h): each is a few seconds
+// in an optimized build, ten times that under TSan.
+constexpr walfs::testing::Counts kCrashSeeds{.full = 3, .address = 2, .thread = 1};
+
 std::vector<std::uint64_t> Seeds() {
   const char* env = std::getenv("WALFS_FS_CRASH_SEEDS");
-  const int n = env ? std::max(1, std::atoi(env)) : 3;
+  const int n = env ? std::max(1, std::atoi(env)) : walfs::testing::ForBuild(kCrashSeeds);
   std::vector<std::uint64_t> v;
   for (int i = 1; i <= n; ++i) v.push_back(static_cast<std::uint64_t>(i));
   return v;
