@@ -18,11 +18,12 @@
 # randomized campaigns run fewer rounds there (tests/sanitizer_build.h),
 # gcc/clang -> asan -> tsan:
 #     fs_crash_test random seeds          3 -> 2 -> 1
+#     fs_crash_test seq-1 fsync sequences 32 -> 32 -> 16 (file A's)
 #     FsFaultCampaign seeds              40 -> 16 -> 8
 #     hostile_image_test rounds/flavour  36 -> 18 -> 9
 #     Dir.AHugeDirectory... entries      100,000 -> 50,000 -> 25,000
-#     walfs_crashtest_quick              --ops 200 --samples 16; tsan --ops 100
-#                                        --samples 8 --short-seeds 32
+#     walfs_crashtest_quick              --ops 200 --samples 16; tsan only its
+#                                        random runs, --ops 100 --samples 8
 #     walfs_killtest_quick               gcc and clang only
 # (an explicit WALFS_FS_CRASH_SEEDS, WALFS_FS_FAULT_SEEDS or
 # WALFS_HOSTILE_SEEDS in the environment wins in every job).
