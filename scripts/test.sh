@@ -26,7 +26,9 @@
 #                                        random runs, --ops 100 --samples 8
 #     walfs_killtest_quick               gcc and clang only
 # (an explicit WALFS_FS_CRASH_SEEDS, WALFS_FS_FAULT_SEEDS or
-# WALFS_HOSTILE_SEEDS in the environment wins in every job).
+# WALFS_HOSTILE_SEEDS in the environment wins in every job).  The asan and
+# tsan builds leave out walfs-killtest and walfs-hostile, which no test
+# runs there (`ninja -C DIR walfs-hostile` builds them on request).
 #
 # Each ctest prints its own summary; the last line of the run is the total
 # over all jobs, "N passed, N failed".
