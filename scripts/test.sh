@@ -17,7 +17,8 @@
 # tsan: every test but `peers` too, every concurrent test included; the
 # randomized campaigns run fewer rounds there (tests/sanitizer_build.h),
 # gcc/clang -> asan -> tsan:
-#     fs_crash_test random seeds          3 -> 2 -> 1
+#     fs_crash_test random seeds          3 -> 2 -> 0 (tsan: the random
+#                                        runs of walfs_crashtest_quick)
 #     fs_crash_test seq-1 fsync sequences 32 -> 32 -> 16 (file A's)
 #     FsFaultCampaign seeds              40 -> 16 -> 8
 #     hostile_image_test rounds/flavour  36 -> 18 -> 9
