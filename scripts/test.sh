@@ -13,10 +13,9 @@
 # What each job runs.  gcc: every test at its full count.  clang: the same
 # but for the label `peers` (peers_smoke, fio_jobs_smoke: the Python peer
 # runner, fio and walfs-aim on tmpfs/ext4/XFS, not walfs; walfs-aim has its
-# own smoke test in every job).  asan and
-# tsan: every test but `peers` too, every concurrent test included; the
-# randomized campaigns run fewer rounds there (tests/sanitizer_build.h),
-# gcc/clang -> asan -> tsan:
+# own smoke test in every job).  asan and tsan: every test but `peers` too,
+# every concurrent test included; the randomized campaigns run fewer rounds
+# there (tests/sanitizer_build.h), gcc/clang -> asan -> tsan:
 #     fs_crash_test random seeds          3 -> 2 -> 0 (tsan: the random
 #                                        runs of walfs_crashtest_quick)
 #     fs_crash_test seq-1 fsync sequences 32 -> 32 -> 16 (file A's)
