@@ -6,8 +6,8 @@
 // against the Checker's oracles: recovery and fsck, fsynced files, no stale
 // data, the namespace a prefix of the log (rename atomicity), idempotent
 // recovery.  FsCrashRegression below keeps the bugs this test found,
-// reduced.  WALFS_FS_CRASH_SEEDS=N runs random seeds 1..N (default 3);
-// walfs-crashtest runs more.
+// reduced.  WALFS_FS_CRASH_SEEDS=N runs random seeds 1..N (default 3; 2
+// under ASan, none under TSan); walfs-crashtest runs more.
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -28,6 +28,7 @@
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
+#include "tests/sanitizer_build.h"
 
 namespace walfs::fs {
 namespace {
@@ -36,9 +37,15 @@ using crash::kImageBytes;
 using crash::Problems;
 constexpr Caller kRoot{};
 
+// Random seeds per build (tests/sanitizer_build.h): each is a few seconds
+// in an optimized build, ten times that under TSan, where ctest's
+// walfs_crashtest_quick runs the random workload instead (two seeds of 100
+// operations: crash/CMakeLists.txt).
+constexpr walfs::testing::Counts kCrashSeeds{.full = 3, .address = 2, .thread = 0};
+
 std::vector<std::uint64_t> Seeds() {
   const char* env = std::getenv("WALFS_FS_CRASH_SEEDS");
-  const int n = env ? std::max(1, std::atoi(env)) : 3;
+  const int n = env ? std::max(1, std::atoi(env)) : walfs::testing::ForBuild(kCrashSeeds);
   std::vector<std::uint64_t> v;
   for (int i = 1; i <= n; ++i) v.push_back(static_cast<std::uint64_t>(i));
   return v;
@@ -61,9 +68,14 @@ TEST_P(FsCrash, EveryCrashStateKeepsFsyncedFilesAndNoStaleData) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, FsCrash, ::testing::ValuesIn(Seeds()));
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FsCrash);  // no seeds under TSan
 
 // Every core operation on each file, then an fsync of it (seq-1's first
-// row); walfs-crashtest --workload short runs the rest.
+// row); walfs-crashtest --workload short runs the rest.  Under TSan every
+// core operation on file A only (the odd seeds): half the mounts, and the
+// same code paths for the race detector.
+constexpr std::uint64_t kShortStride = walfs::testing::ForBuild({.full = 1, .address = 1, .thread = 2});
+
 class FsCrashShort : public ::testing::TestWithParam<std::uint64_t> {};
 
 TEST_P(FsCrashShort, EveryCrashStateAfterTheSequenceKeepsFsyncedFilesAndAtomicNames) {
@@ -72,7 +84,7 @@ TEST_P(FsCrashShort, EveryCrashStateAfterTheSequenceKeepsFsyncedFilesAndAtomicNa
   ExpectPasses(r);
 }
 
-INSTANTIATE_TEST_SUITE_P(Seq1, FsCrashShort, ::testing::Range<std::uint64_t>(1, crash::kShortCoreOps + 1));
+INSTANTIATE_TEST_SUITE_P(Seq1, FsCrashShort, ::testing::Range<std::uint64_t>(1, crash::kShortCoreOps + 1, kShortStride));
 
 TEST(FsCrashShortSequence, SeedsNumberEverySingleOpThenEveryPairThenRandomLongerOnes) {
   std::set<std::string> seen;

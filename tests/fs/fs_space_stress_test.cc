@@ -128,12 +128,12 @@ void Creator(Filesystem* fs, std::uint64_t dir, int id, Made* made) {
     const std::string data = BytesOf(name, 0, 100 + static_cast<std::size_t>(i % 7) * 700);
     auto n = fs->Write(st->st_ino, 0, data.data(), data.size());
     fs->Forget(st->st_ino, 1);
-    std::lock_guard l(made->mu);
-    made->files[name] = n.ok() ? *n : 0;
+    {
+      std::lock_guard l(made->mu);
+      made->files[name] = n.ok() ? *n : 0;
+    }
     if (!n.ok() && !IsNoSpace(n.status())) {
-      made->mu.unlock();
-      made->Error(n.status(), "write " + name);
-      made->mu.lock();
+      made->Error(n.status(), "write " + name);  // takes made->mu itself
       return;
     }
   }

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <gtest/gtest.h>
 
@@ -21,6 +22,33 @@
 
 namespace walfs::fs::testing {
 
+// The log options a mount of `sb` on `dev` opens its log with (recovery
+// on, the default in-core log buffers).
+inline journal::LogOptions LogOptionsFor(BlockDevice* dev, const format::Superblock& sb) {
+  journal::LogOptions lo;
+  lo.device = dev;
+  lo.log_offset = sb.log_offset();
+  lo.log_sectors = sb.log_sectors();
+  lo.geometry = ReservationGeometryFor(sb.block_size);
+  lo.seal = format::SealMetadataBlock;
+  lo.stamp_valid = format::BlockStampValid;
+  return lo;
+}
+
+// Every problem fsck reported, a line each (for assertion messages).
+inline std::string FsckProblems(const FsckReport& r) {
+  std::string s;
+  for (const auto& p : r.problems) s += p.message + "\n";
+  return s;
+}
+
+// True if some problem fsck reported mentions `what`.
+inline bool FsckSays(const FsckReport& r, std::string_view what) {
+  for (const auto& p : r.problems)
+    if (p.message.find(what) != std::string::npos) return true;
+  return false;
+}
+
 class FsFixture : public ::testing::Test {
  protected:
   void SetUp() override { Open(); }
@@ -33,13 +61,7 @@ class FsFixture : public ::testing::Test {
       sb_ = *sb;
       made_ = true;
     }
-    journal::LogOptions lo;
-    lo.device = &dev_;
-    lo.log_offset = sb_.log_offset();
-    lo.log_sectors = sb_.log_sectors();
-    lo.geometry = ReservationGeometryFor(sb_.block_size);
-    lo.seal = format::SealMetadataBlock;
-    lo.stamp_valid = format::BlockStampValid;
+    const journal::LogOptions lo = LogOptionsFor(&dev_, sb_);
     // Read the superblock as a mount would: after a crash it is not clean.
     std::vector<std::byte> b(format::kSuperSize);
     ASSERT_TRUE(dev_.Read(0, b.data(), b.size()).ok());
@@ -83,11 +105,7 @@ class FsFixture : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : FsckReport{};
   }
-  static std::string All(const FsckReport& r) {
-    std::string s;
-    for (const auto& p : r.problems) s += p.message + "\n";
-    return s;
-  }
+  static std::string All(const FsckReport& r) { return FsckProblems(r); }
 
   MemoryDevice dev_{64ull << 20};
   bool made_ = false;

@@ -16,6 +16,7 @@
 #include "journal/buf_item.h"
 #include "journal/log.h"
 #include "journal/transaction.h"
+#include "tests/fs/fs_test_fixture.h"
 
 namespace walfs::fs {
 namespace {
@@ -43,16 +44,8 @@ class Fsck : public ::testing::Test {
     return r.ok() ? *r : FsckReport{};
   }
   // True if some problem mentions `what`.
-  static bool Says(const FsckReport& r, std::string_view what) {
-    for (const auto& p : r.problems)
-      if (p.message.find(what) != std::string::npos) return true;
-    return false;
-  }
-  static std::string All(const FsckReport& r) {
-    std::string s;
-    for (const auto& p : r.problems) s += p.message + "\n";
-    return s;
-  }
+  static bool Says(const FsckReport& r, std::string_view what) { return testing::FsckSays(r, what); }
+  static std::string All(const FsckReport& r) { return testing::FsckProblems(r); }
   // Rewrites the root inode through `change`.
   template <typename F>
   void ChangeRoot(F change) {
@@ -230,14 +223,7 @@ TEST(FsckReplay, ADirtyLogIsReplayedAndTheReplayedBlocksVerify) {
   ASSERT_TRUE(made.ok());
   const format::Superblock sb = *made;
   {
-    journal::LogOptions lo;
-    lo.device = &dev;
-    lo.log_offset = sb.log_offset();
-    lo.log_sectors = sb.log_sectors();
-    lo.geometry = ReservationGeometryFor(sb.block_size);
-    lo.seal = format::SealMetadataBlock;
-    lo.stamp_valid = format::BlockStampValid;
-    auto log = journal::Log::Open(lo);
+    auto log = journal::Log::Open(testing::LogOptionsFor(&dev, sb));
     ASSERT_TRUE(log.ok()) << log.status().ToString();
     auto item = std::make_unique<journal::BufLogItem>(journal::BufLogItemOptions{
         .device = &dev,

@@ -18,6 +18,7 @@
 #include "fs/format/inode_format.h"
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
+#include "tests/fs/fs_test_fixture.h"
 
 namespace walfs::fs {
 namespace {
@@ -57,16 +58,8 @@ class FsckTree : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : FsckReport{};
   }
-  static std::string All(const FsckReport& r) {
-    std::string s;
-    for (const auto& p : r.problems) s += p.message + "\n";
-    return s;
-  }
-  static bool Says(const FsckReport& r, std::string_view what) {
-    for (const auto& p : r.problems)
-      if (p.message.find(what) != std::string::npos) return true;
-    return false;
-  }
+  static std::string All(const FsckReport& r) { return testing::FsckProblems(r); }
+  static bool Says(const FsckReport& r, std::string_view what) { return testing::FsckSays(r, what); }
   std::vector<std::byte> Read(std::uint64_t blk) {
     std::vector<std::byte> b(sb_.block_size);
     EXPECT_TRUE(dev_.Read(blk * sb_.block_size, b.data(), b.size()).ok());

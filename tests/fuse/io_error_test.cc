@@ -11,8 +11,10 @@
 //    never a crash, and the filesystem works again once reads do.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <string>
 
 #include "tests/fuse/mount_fixture.h"
@@ -156,6 +158,38 @@ TEST_F(Messages, TheMessagesFileSaysTheImageWasMountedAndThereIsNoFaultFile) {
   struct stat st {};
   EXPECT_ERRNO(ENOENT, stat((Root() + "/.walfs/fault").c_str(), &st));
   EXPECT_ERRNO(EACCES, open((Root() + "/.walfs/messages").c_str(), O_WRONLY));
+}
+
+// The warning and error lines of the message log ("walfs warning: ...",
+// "walfs error: ..."), without their timestamps.
+std::string WarningsAndErrors(const std::string& messages) {
+  std::string out;
+  std::size_t at = 0;
+  while (at < messages.size()) {
+    std::size_t end = messages.find('\n', at);
+    if (end == std::string::npos) end = messages.size();
+    const std::string line = messages.substr(at, end - at);
+    for (const char* tag : {"walfs warning: ", "walfs error: "}) {
+      if (const std::size_t t = line.find(tag); t != std::string::npos) out += line.substr(t) + "\n";
+    }
+    at = end + 1;
+  }
+  return out;
+}
+
+// ENODATA is the answer to a question ("is there such an attribute?"), not
+// a failure of the filesystem: the message log is for damage and I/O errors.
+TEST_F(Messages, AGetxattrOfAMissingAttributeAddsNoWarningOrError) {
+  const std::string file = Path("f");
+  WriteFile(file, "data");
+  const std::string before = WarningsAndErrors(ReadFile(Root() + "/.walfs/messages"));
+  char buf[64];
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_ERRNO(ENODATA, getxattr(file.c_str(), "user.missing", buf, sizeof(buf)));
+    EXPECT_ERRNO(ENODATA, getxattr(file.c_str(), "user.missing", nullptr, 0)) << "the size query";
+  }
+  const std::string after = WarningsAndErrors(ReadFile(Root() + "/.walfs/messages"));
+  EXPECT_EQ(after, before) << "a missing attribute was logged";
 }
 
 }  // namespace

@@ -41,14 +41,19 @@ std::string Slurp(const std::string& path) {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kMountTimeout = std::chrono::seconds(10);
-constexpr auto kExitTimeout = std::chrono::seconds(10);
 
 bool OnPath(const std::string& prog) {
   return RunTool("command -v " + prog + " >/dev/null").exit_code == 0;
 }
 
-// Why this machine cannot mount FUSE filesystems, or "" if it can.
+// The fstype mounted at `mnt`, or "" if nothing is.
+std::string MountedFsType(const std::string& mnt) {
+  const std::optional<MountEntry> m = TopMountAt(mnt);
+  return m ? m->fstype : "";
+}
+
+}  // namespace
+
 std::string FuseUnavailableReason() {
   const int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
   if (fd < 0) return std::string("cannot open /dev/fuse: ") + strerror(errno);
@@ -65,185 +70,159 @@ std::string FuseUnavailableReason() {
   return "";
 }
 
-// The fstype mounted at `mnt`, or "" if nothing is.
-std::string MountedFsType(const std::string& mnt) {
-  const std::optional<MountEntry> m = TopMountAt(mnt);
-  return m ? m->fstype : "";
+WalfsMount::~WalfsMount() {
+  if (pid_ > 0) {
+    std::string ignored = Unmount();
+  }
+  std::error_code ec;
+  if (!tmp_.empty()) std::filesystem::remove_all(tmp_, ec);
 }
 
-}  // namespace
-
-// One image and its mount; teardown mirrors setup.
-class WalfsMount {
- public:
-  explicit WalfsMount(MountConfig config) : config_(std::move(config)) {}
-  ~WalfsMount() {
-    if (pid_ > 0) {
-      std::string ignored = Unmount();
+std::string WalfsMount::Create(const std::string& prefix) {
+  std::string templ = "/tmp/" + prefix + "-XXXXXX";
+  if (mkdtemp(templ.data()) == nullptr) return std::string("mkdtemp: ") + strerror(errno);
+  tmp_ = templ;
+  // Others must reach the mountpoint: the permission tests run as nobody.
+  chmod(tmp_.c_str(), 0755);
+  image_ = tmp_ + "/image";
+  mnt_ = tmp_ + "/mnt";
+  log_ = tmp_ + "/walfs.log";
+  if (mkdir(mnt_.c_str(), 0755) != 0) return std::string("mkdir mnt: ") + strerror(errno);
+  for (const char* tool : {"mkfs.walfs", "fsck.walfs", "walfs"}) {
+    const std::string path = BinDir() + "/" + tool;
+    if (access(path.c_str(), X_OK) != 0) {
+      return path + " does not exist or is not executable (set WALFS_BIN_DIR to the "
+                    "directory holding walfs, mkfs.walfs and fsck.walfs)";
     }
-    std::error_code ec;
-    std::filesystem::remove_all(tmp_, ec);
   }
+  if (config_.image_size.empty()) return "";
+  ToolRun mkfs = RunTool(BinDir() + "/mkfs.walfs -q -f " + image_ + " " + config_.image_size);
+  if (mkfs.exit_code != 0) return "mkfs.walfs failed:\n" + mkfs.out;
+  return "";
+}
 
-  const std::string& mountpoint() const { return mnt_; }
-  pid_t pid() const { return pid_; }
-
-  // Makes the temp dir and the image; returns an error message or "".
-  std::string Create() {
-    char templ[] = "/tmp/walfs-fuse-XXXXXX";
-    if (mkdtemp(templ) == nullptr) return std::string("mkdtemp: ") + strerror(errno);
-    tmp_ = templ;
-    // Others must reach the mountpoint: the permission tests run as nobody.
-    chmod(tmp_.c_str(), 0755);
-    image_ = tmp_ + "/image";
-    mnt_ = tmp_ + "/mnt";
-    log_ = tmp_ + "/walfs.log";
-    if (mkdir(mnt_.c_str(), 0755) != 0) return std::string("mkdir mnt: ") + strerror(errno);
-    for (const char* tool : {"mkfs.walfs", "fsck.walfs", "walfs"}) {
-      const std::string path = BinDir() + "/" + tool;
-      if (access(path.c_str(), X_OK) != 0) {
-        return path + " does not exist or is not executable (set WALFS_BIN_DIR to the "
-                      "directory holding walfs, mkfs.walfs and fsck.walfs)";
-      }
+std::string WalfsMount::Mount(const std::vector<std::string>& extra) {
+  std::vector<std::string> args{BinDir() + "/walfs", image_, mnt_, "-f"};
+  for (const auto& o : config_.options) args.insert(args.end(), {"-o", o});
+  for (const auto& o : extra) args.insert(args.end(), {"-o", o});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  log_from_ = LogSize();
+  exit_status_ = -1;
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) return std::string("fork: ") + strerror(errno);
+  if (pid == 0) {
+    // Only async-signal-safe calls until exec.  If the test process dies,
+    // SIGTERM makes the daemon unmount rather than leave a dead mount.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);
+    const int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
     }
-    ToolRun mkfs = RunTool(BinDir() + "/mkfs.walfs -q -f " + image_ + " " + config_.image_size);
-    if (mkfs.exit_code != 0) return "mkfs.walfs failed:\n" + mkfs.out;
-    return "";
+    execv(argv[0], argv.data());
+    _exit(127);
   }
-
-  // Starts the daemon and waits for the mount; returns an error or "".
-  std::string Mount(const std::vector<std::string>& extra) {
-    std::vector<std::string> args{BinDir() + "/walfs", image_, mnt_, "-f"};
-    for (const auto& o : config_.options) args.insert(args.end(), {"-o", o});
-    for (const auto& o : extra) args.insert(args.end(), {"-o", o});
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    log_from_ = LogSize();
-    const pid_t parent = getpid();
-    const pid_t pid = fork();
-    if (pid < 0) return std::string("fork: ") + strerror(errno);
-    if (pid == 0) {
-      // Only async-signal-safe calls until exec.  If the test process dies,
-      // SIGTERM makes the daemon unmount rather than leave a dead mount.
-      prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (getppid() != parent) _exit(127);
-      const int fd = open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (fd >= 0) {
-        dup2(fd, 1);
-        dup2(fd, 2);
-      }
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    pid_ = pid;
-    const auto deadline = Clock::now() + kMountTimeout;
-    std::string type;
-    while (Clock::now() < deadline) {
-      // A live mount: a dead one left by a killed daemon does not count
-      // (statfs always reaches the daemon; mount ids are reused), nor the
-      // directory underneath, which statfs reaches between walfs detaching
-      // the dead mount and mounting its own.
-      type = MountedFsType(mnt_);
-      struct statfs sf {};
-      if (type == "fuse.walfs" && statfs(mnt_.c_str(), &sf) == 0 && sf.f_type == 0x65735546 /* FUSE_SUPER_MAGIC */)
-        return "";
-      int status;
-      if (waitpid(pid_, &status, WNOHANG) == pid) {
-        pid_ = -1;
-        return "walfs exited (" + Describe(status) + ") before mounting; its output:\n" +
-               Slurp(log_);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return "no fuse.walfs mount at " + mnt_ + " after 10 s (mounted fstype: \"" + type +
-           "\"); walfs output:\n" + Slurp(log_);
-  }
-
-  // Unmounts and waits for the daemon to exit with `want_status` (0: a clean
-  // unmount; 1: the filesystem had shut down, the log is left for recovery);
-  // returns an error or "".
-  std::string Unmount(int want_status = 0) {
-    if (pid_ <= 0) return "";
-    std::string err;
-    ToolRun um = RunTool("fusermount3 -u " + mnt_);
-    if (um.exit_code != 0) {
-      err = "fusermount3 -u failed (" + um.out + "), used umount -l; ";
-      RunTool("umount -l " + mnt_);
-    }
-    const auto deadline = Clock::now() + kExitTimeout;
-    int status = 0;
-    for (;;) {
-      if (waitpid(pid_, &status, WNOHANG) == pid_.load()) break;
-      if (Clock::now() > deadline) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        pid_ = -1;
-        return err + "walfs did not exit within 10 s of the unmount (killed); its output:\n" +
-               Slurp(log_);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    pid_ = -1;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != want_status) {
-      return err + "walfs " + Describe(status) + " after unmount; its output:\n" + Slurp(log_);
-    }
-    return err.empty() ? "" : err + "walfs output:\n" + Slurp(log_);
-  }
-
-  // SIGKILL, and reap: the mount is left dead (ENOTCONN), as after a crash.
-  void Kill() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
+  pid_ = pid;
+  const auto deadline = Clock::now() + std::chrono::seconds(config_.mount_timeout_s);
+  std::string type;
+  while (Clock::now() < deadline) {
+    // A live mount: a dead one left by a killed daemon does not count
+    // (statfs always reaches the daemon; mount ids are reused), nor the
+    // directory underneath, which statfs reaches between walfs detaching
+    // the dead mount and mounting its own.
+    type = MountedFsType(mnt_);
+    struct statfs sf {};
+    if (type == "fuse.walfs" && statfs(mnt_.c_str(), &sf) == 0 && sf.f_type == 0x65735546 /* FUSE_SUPER_MAGIC */)
+      return "";
     int status;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-
-  // Waits for the daemon to exit on its own; "" when it exited 0.
-  std::string WaitExit(std::chrono::seconds timeout) {
-    if (pid_ <= 0) return "walfs is not running";
-    const auto deadline = Clock::now() + timeout;
-    int status = 0;
-    while (waitpid(pid_, &status, WNOHANG) != pid_.load()) {
-      if (Clock::now() > deadline) return "walfs still runs after " + std::to_string(timeout.count()) + " s";
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (waitpid(pid_, &status, WNOHANG) == pid) {
+      pid_ = -1;
+      exit_status_ = status;
+      return "walfs exited (" + Describe(status) + ") before mounting; its output:\n" + Output();
     }
-    pid_ = -1;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
-    return "walfs " + Describe(status) + "; its output:\n" + Slurp(log_);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  return "no fuse.walfs mount at " + mnt_ + " after " + std::to_string(config_.mount_timeout_s) +
+         " s (mounted fstype: \"" + type + "\"); walfs output:\n" + Output();
+}
 
-  const std::string& image() const { return image_; }
-  // What the daemon printed since it was last started.
-  std::string Output() const {
-    const std::string all = Slurp(log_);
-    return all.substr(std::min(log_from_, all.size()));
+std::string WalfsMount::Unmount(int want_status) {
+  if (pid_ <= 0) return "";
+  std::string err;
+  ToolRun um = RunTool("fusermount3 -u " + mnt_);
+  if (um.exit_code != 0) {
+    err = "fusermount3 -u failed (" + um.out + "), used umount -l; ";
+    RunTool("umount -l " + mnt_);
   }
-
-  std::string Fsck() {
-    ToolRun r = RunTool(BinDir() + "/fsck.walfs -n " + image_);
-    if (r.exit_code == 0) return "";
-    return "fsck.walfs -n " + image_ + " exited " + std::to_string(r.exit_code) + ":\n" + r.out;
+  const auto deadline = Clock::now() + std::chrono::seconds(config_.exit_timeout_s);
+  int status = 0;
+  for (;;) {
+    if (waitpid(pid_, &status, WNOHANG) == pid_.load()) break;
+    if (Clock::now() > deadline) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      pid_ = -1;
+      exit_status_ = status;
+      return err + "walfs did not exit within " + std::to_string(config_.exit_timeout_s) +
+             " s of the unmount (killed); its output:\n" + Output();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  pid_ = -1;
+  exit_status_ = status;
+  const bool want = WIFEXITED(status) && (want_status == kAnyExit || WEXITSTATUS(status) == want_status);
+  if (!want) return err + "walfs " + Describe(status) + " after unmount; its output:\n" + Output();
+  return err.empty() ? "" : err + "walfs output:\n" + Output();
+}
 
- private:
-  static std::string Describe(int status) {
-    if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
-    if (WIFSIGNALED(status)) return std::string("killed by ") + strsignal(WTERMSIG(status));
-    return "status " + std::to_string(status);
+void WalfsMount::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  int status;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  exit_status_ = status;
+}
+
+std::string WalfsMount::WaitExit(std::chrono::seconds timeout) {
+  if (pid_ <= 0) return "walfs is not running";
+  const auto deadline = Clock::now() + timeout;
+  int status = 0;
+  while (waitpid(pid_, &status, WNOHANG) != pid_.load()) {
+    if (Clock::now() > deadline) return "walfs still runs after " + std::to_string(timeout.count()) + " s";
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  pid_ = -1;
+  exit_status_ = status;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  return "walfs " + Describe(status) + "; its output:\n" + Output();
+}
 
-  std::size_t LogSize() const {
-    struct stat st {};
-    return stat(log_.c_str(), &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
-  }
+std::string WalfsMount::Output() const {
+  const std::string all = Slurp(log_);
+  return all.substr(std::min(log_from_, all.size()));
+}
 
-  MountConfig config_;
-  std::string tmp_, image_, mnt_, log_;
-  std::size_t log_from_ = 0;
-  std::atomic<pid_t> pid_{-1};
-};
+std::string WalfsMount::Fsck() {
+  ToolRun r = RunTool(BinDir() + "/fsck.walfs -n " + image_);
+  if (r.exit_code == 0) return "";
+  return "fsck.walfs -n " + image_ + " exited " + std::to_string(r.exit_code) + ":\n" + r.out;
+}
+
+std::string WalfsMount::Describe(int status) {
+  if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("killed by ") + strsignal(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
+
+std::size_t WalfsMount::LogSize() const {
+  struct stat st {};
+  return stat(log_.c_str(), &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
+}
 
 // A test that runs past the timeout has almost always hung inside walfs (a
 // request it never answers), and waiting for ctest's own timeout would lose

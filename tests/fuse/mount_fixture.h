@@ -34,7 +34,10 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -48,11 +51,66 @@
 namespace walfs::testing {
 
 struct MountConfig {
-  std::string image_size = "2g";  // sparse; big enough for 100k inodes
+  std::string image_size = "2g";  // sparse; big enough for 100k inodes; "": no mkfs
   std::vector<std::string> options;  // each passed as `-o opt`
+  int mount_timeout_s = 10;  // for the mount to appear
+  int exit_timeout_s = 10;   // for the daemon to exit after the unmount
 };
 
-class WalfsMount;
+// Why this machine cannot mount FUSE filesystems, or "" if it can.
+std::string FuseUnavailableReason();
+
+// One image and the `walfs IMAGE MNT -f` daemon on it, in a temp directory
+// of its own (the mount behind MountedFs; tests that bring their own image,
+// such as the hostile-image mounts, use it directly).  The destructor
+// unmounts if the daemon still runs and removes the directory.  Calls that
+// can fail return an error message, "" on success.
+class WalfsMount {
+ public:
+  explicit WalfsMount(MountConfig config) : config_(std::move(config)) {}
+  ~WalfsMount();
+  WalfsMount(const WalfsMount&) = delete;
+  WalfsMount& operator=(const WalfsMount&) = delete;
+
+  // Makes the temp dir (under /tmp, named `prefix`-XXXXXX) and, unless
+  // config.image_size is "", the image (mkfs.walfs).
+  std::string Create(const std::string& prefix = "walfs-fuse");
+  // Starts the daemon and waits for the mount.  If the daemon exits before
+  // mounting, the error says so and exit_status() is its wait status; on a
+  // timeout the daemon is left running (Kill() it).
+  std::string Mount(const std::vector<std::string>& extra);
+  // Unmounts and waits for the daemon to exit with `want_status` (0: a
+  // clean unmount; 1: the filesystem had shut down, the log is left for
+  // recovery; kAnyExit: any exit status, but not a signal).
+  static constexpr int kAnyExit = -1;
+  std::string Unmount(int want_status = 0);
+  // SIGKILL, and reap: the mount is left dead (ENOTCONN), as after a crash.
+  void Kill();
+  // Waits for the daemon to exit on its own; "" when it exited 0.
+  std::string WaitExit(std::chrono::seconds timeout);
+  // fsck.walfs -n on the image.
+  std::string Fsck();
+
+  const std::string& mountpoint() const { return mnt_; }
+  const std::string& image() const { return image_; }
+  pid_t pid() const { return pid_; }
+  // The wait status of the daemon's last exit (before mounting, or in
+  // Unmount, Kill or WaitExit); -1 from Mount() on until it exits.
+  int exit_status() const { return exit_status_; }
+  // What the daemon printed since it was last started.
+  std::string Output() const;
+  // "exit status N" or "killed by SIG" for a wait status.
+  static std::string Describe(int status);
+
+ private:
+  std::size_t LogSize() const;
+
+  MountConfig config_;
+  std::string tmp_, image_, mnt_, log_;
+  std::size_t log_from_ = 0;
+  int exit_status_ = -1;
+  std::atomic<pid_t> pid_{-1};
+};
 
 class MountedFs : public ::testing::Test {
  public:

@@ -4,7 +4,7 @@
 // must report what checksums and magics catch.
 //
 // WALFS_HOSTILE_SEEDS=N runs N rounds per flavour (default 36: four per
-// block kind); WALFS_HOSTILE_SEED_BASE=S starts at seed S (to replay one
+// block kind; 18 under ASan, 9 under TSan); WALFS_HOSTILE_SEED_BASE=S starts at seed S (to replay one
 // round: WALFS_HOSTILE_SEEDS=1 WALFS_HOSTILE_SEED_BASE=<seed>).
 #include <cstdlib>
 #include <string>
@@ -18,6 +18,7 @@
 #include "tests/hostile/hostile_guard.h"
 #include "tests/hostile/hostile_image.h"
 #include "tests/hostile/hostile_round.h"
+#include "tests/sanitizer_build.h"
 
 namespace walfs::hostile {
 namespace {
@@ -38,6 +39,10 @@ const BaseImage& Base(Flavour f) {
   }
   return *b;
 }
+
+// Rounds per flavour (tests/sanitizer_build.h): four per block kind, two
+// under ASan, one under TSan.
+constexpr walfs::testing::Counts kRounds{.full = 4 * kBlockKinds, .address = 2 * kBlockKinds, .thread = kBlockKinds};
 
 // Damaged rounds shut filesystems down and refuse mounts, each with a
 // message: expected here, so the sink is silenced and a failed round
@@ -66,7 +71,8 @@ TEST_P(HostileImage, UndamagedBaseImageChecksCleanAndMounts) {
 
 TEST_P(HostileImage, DamagedImagesAreRefusedOrSurvivedAndFsckReportsThem) {
   const BaseImage& base = Base(GetParam());
-  const std::uint64_t rounds = EnvOr("WALFS_HOSTILE_SEEDS", 36);
+  const std::uint64_t rounds =
+      EnvOr("WALFS_HOSTILE_SEEDS", static_cast<std::uint64_t>(walfs::testing::ForBuild(kRounds)));
   const std::uint64_t first = EnvOr("WALFS_HOSTILE_SEED_BASE", 1);
   RoundGuard guard(EnvOr("WALFS_HOSTILE_TIMEOUT_S", 120));
   std::uint64_t refused = 0, mounted = 0, flagged = 0;
