@@ -889,6 +889,13 @@ std::string Filesystem::StatsText() const {
   }
   out += fmt::format("ail_items {}\nail_tail {}\nail_pushes {}\nail_log_forces {}\n", ls.ail.items,
                      journal::LsnString(ls.ail.tail), ls.ail.pushes, ls.ail.log_forces);
+  out += fmt::format("cil_commits {}\ncil_pushes {}\ncil_forces {}\ncil_forced_pushes {}\ncil_empty_forces {}\n",
+                     ls.cil.commits, ls.cil.pushes, ls.cil.forces, ls.cil.forced_pushes, ls.cil.empty_forces);
+  out += fmt::format("log_records {}\nlog_preflushes {}\nlog_forces {}\n", ls.writer.records, ls.writer.preflushes,
+                     ls.writer.forces);
+  const BlockDeviceStats ds = device_->stats();
+  out += fmt::format("dev_reads {}\ndev_writes {}\ndev_flushes {}\ndev_fua_writes {}\ndev_preflush_writes {}\n",
+                     ds.reads, ds.writes, ds.flushes, ds.fua_writes, ds.preflush_writes);
   const AllocStats as = alloc_->Stats();
   out += fmt::format("free_blocks {}\nreserved_blocks {}\nallocs {}\nfrees {}\nbusy_forces {}\n",
                      alloc_->FreeTotal(), reserved_blocks_.load(), as.allocs, as.frees, as.busy_forces);
