@@ -458,6 +458,33 @@ Status Btree::Scan(const BtreeRoot& root, std::uint64_t from,
   }
 }
 
+Status Btree::ScanFromFloor(const BtreeRoot& root, std::uint64_t key,
+                            const std::function<bool(std::uint64_t key, std::string_view value)>& fn,
+                            const FsTransaction* tx) const {
+  if (root.empty()) return Status::Ok();
+  WALFS_ASSIGN_OR_RETURN(LeafHit hit, FindLeaf(options_, root, key, tx));
+  std::vector<std::byte> copy;
+  {
+    NodeReadLock l(hit.buf, tx);
+    copy.assign(l.data().begin(), l.data().end());
+  }
+  const std::span<const std::byte> leaf(copy);
+  const std::uint32_t n = format::DecodeBtreeNodeHeader(leaf).nrecs;
+  std::uint32_t i = format::BtreeLowerBound(leaf, key);
+  if (i < n && BtreeKey(leaf, i) == key) ++i;
+  if (i == 0) {
+    // Every key here is above `key`: the floor, if any, is further left.
+    WALFS_ASSIGN_OR_RETURN(std::optional<BtreeRecord> floor, Floor(root, key, tx));
+    return Scan(root, floor ? floor->key : key, fn, tx);
+  }
+  // Keys in later leaves are >= this leaf's upper bound > key: record i - 1
+  // is the floor.
+  for (std::uint32_t j = i - 1; j < n; ++j)
+    if (!fn(BtreeKey(leaf, j), format::BtreeValue(leaf, j))) return Status::Ok();
+  if (!hit.range.hi) return Status::Ok();
+  return Scan(root, *hit.range.hi, fn, tx);
+}
+
 Status Btree::ForEachBlock(const BtreeRoot& root, const std::function<void(std::uint64_t block)>& fn,
                            const FsTransaction* tx) const {
   if (root.empty()) return Status::Ok();
