@@ -50,16 +50,25 @@ Result<std::size_t> Filesystem::Read(std::uint64_t ino, std::uint64_t offset, st
   if (offset >= c.size || size == 0) return std::size_t{0};
   size = static_cast<std::size_t>(std::min<std::uint64_t>(size, c.size - offset));
   const std::uint64_t bs = sb_.block_size;
-  std::memset(out, 0, size);
   WALFS_ASSIGN_OR_RETURN(std::vector<Extent> over,
                          maps_->Overlapping(c, offset / bs, (offset + size + bs - 1) / bs));
+  // Extents come in file order and do not overlap: holes and unwritten
+  // extents read as zeros, the rest from the device; `out` is not cleared
+  // first (the caller's buffer need not be initialised).
+  const std::uint64_t end = offset + size;
+  std::uint64_t pos = offset;
   for (const Extent& e : over) {
-    if (e.unwritten) continue;  // reads as zeros
     const std::uint64_t from = std::max(offset, e.file_block * bs);
-    const std::uint64_t to = std::min(offset + size, EndOf(e) * bs);
+    const std::uint64_t to = std::min(end, EndOf(e) * bs);
     if (from >= to) continue;
-    WALFS_RETURN_IF_ERROR(device_->Read(e.disk_block * bs + (from - e.file_block * bs), out + (from - offset), to - from));
+    if (from > pos) std::memset(out + (pos - offset), 0, from - pos);
+    if (e.unwritten)
+      std::memset(out + (from - offset), 0, to - from);
+    else
+      WALFS_RETURN_IF_ERROR(device_->Read(e.disk_block * bs + (from - e.file_block * bs), out + (from - offset), to - from));
+    pos = to;
   }
+  if (pos < end) std::memset(out + (pos - offset), 0, end - pos);
   counters_.reads.fetch_add(1, std::memory_order_relaxed);
   counters_.bytes_read.fetch_add(size, std::memory_order_relaxed);
   return size;
