@@ -228,7 +228,9 @@ void Cil::PushLocked() {
   }
   mu_.Lock();
   pushing_ = false;
-  push_cv_.SignalAll();   // the push thread may have waited for this push
+  // The push thread sleeps while a push is under way: wake it only when
+  // there is more to push (a wake-up per fsync otherwise).
+  if (push_target_ >= ctx_->seq) push_cv_.Signal();
   state_cv_.SignalAll();  // forcers waiting for it, pushed or failed
   if (!commit_lsn.ok()) {
     if (status_.ok()) {
@@ -289,7 +291,7 @@ void Cil::Committed(const std::shared_ptr<Ctx>& ctx, const Status& s, const Writ
       if (status_.ok()) status_ = s;
     }
     state_cv_.SignalAll();
-    push_cv_.SignalAll();
+    if (!s.ok()) push_cv_.SignalAll();  // the push thread stops
   }
 }
 
