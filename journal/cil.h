@@ -16,8 +16,10 @@
 //
 // Pushes happen in the background when a context holds
 // min(log/8, 32 MiB) (push_bytes); committers are throttled at twice that
-// until the push has swapped contexts; and on a force.  Forces of the same
-// sequence share one push and one log write (group commit).
+// until the push has swapped contexts; and on a force, which does the push
+// on its own thread when none is under way (saving fsync the hand-off to the
+// push thread and back).  Forces of the same sequence share one push and
+// one log write (group commit).
 //
 // Space: a committing transaction's ticket pays for the bytes its items add
 // to the context (a negative delta, a relogged item that shrank, is
