@@ -138,12 +138,25 @@ Status BlockDevice::Write(std::uint64_t offset, const void* buf, std::size_t len
   IoRequest req = IoRequest::Write(offset, buf, len, flags, nullptr);
   if (Status s = Validate(req); !s.ok()) return Refuse(std::move(s));
   Count(req);
-  return DoWrite(offset, req.buf, len, flags);
+  const std::uint64_t ticket = (flags & kIoPreflush) ? NextFlushTicket() : 0;
+  Status s = DoWrite(offset, req.buf, len, flags);
+  if (s.ok() && ticket != 0) FlushDone(ticket);
+  return s;
 }
 
 Status BlockDevice::Flush() {
   flushes_.fetch_add(1, std::memory_order_relaxed);
-  return DoFlush();
+  const std::uint64_t ticket = NextFlushTicket();
+  Status s = DoFlush();
+  if (s.ok()) FlushDone(ticket);
+  return s;
+}
+
+void BlockDevice::FlushDone(std::uint64_t ticket) {
+  std::uint64_t prev = flushed_through_.load(std::memory_order_relaxed);
+  while (prev < ticket &&
+         !flushed_through_.compare_exchange_weak(prev, ticket, std::memory_order_acq_rel)) {
+  }
 }
 
 Status BlockDevice::Execute(const IoRequest& req) {
@@ -167,7 +180,17 @@ Status BlockDevice::Submit(std::vector<IoRequest> batch) {
   }
   if (batch.empty()) return Status::Ok();
   batches_.fetch_add(1, std::memory_order_relaxed);
-  for (const IoRequest& req : batch) Count(req);
+  for (IoRequest& req : batch) {
+    Count(req);
+    if (req.op == IoOp::kFlush || (req.op == IoOp::kWrite && (req.flags & kIoPreflush))) {
+      // A successful completion means the flush (a preflush: before the
+      // write started) is done.
+      req.done = [this, ticket = NextFlushTicket(), done = std::move(req.done)](Status s) {
+        if (s.ok()) FlushDone(ticket);
+        done(std::move(s));
+      };
+    }
+  }
   DoSubmit(std::move(batch));
   return Status::Ok();
 }

@@ -144,6 +144,18 @@ class BlockDevice {
 
   BlockDeviceStats stats() const;
 
+  // Flush tickets: every flush this device accepts (Flush(), a kFlush
+  // request, a write's kIoPreflush) gets the next number.  FlushTicket() is
+  // the last number handed out; FlushedSince(t) is true once a flush with a
+  // later number has completed successfully -- so every write whose
+  // completion was observed before FlushTicket() returned t is durable.
+  // fsync uses it to skip its data flush when the log force's preflush,
+  // issued after the data writes, has already covered them.
+  std::uint64_t FlushTicket() const { return flush_tickets_.load(std::memory_order_acquire); }
+  bool FlushedSince(std::uint64_t ticket) const {
+    return flushed_through_.load(std::memory_order_acquire) > ticket;
+  }
+
   // Checks one request against the contract (for wrappers and tests).
   Status Validate(const IoRequest& req) const;
 
@@ -166,6 +178,8 @@ class BlockDevice {
  private:
   Status Refuse(Status s);
   void Count(const IoRequest& req);
+  std::uint64_t NextFlushTicket() { return flush_tickets_.fetch_add(1, std::memory_order_acq_rel) + 1; }
+  void FlushDone(std::uint64_t ticket);
 
   const std::uint64_t size_bytes_;
   const std::uint32_t logical_block_size_;
@@ -180,6 +194,8 @@ class BlockDevice {
   std::atomic<std::uint64_t> bytes_written_{0};
   std::atomic<std::uint64_t> batches_{0};
   std::atomic<std::uint64_t> refused_{0};
+  std::atomic<std::uint64_t> flush_tickets_{0};
+  std::atomic<std::uint64_t> flushed_through_{0};  // the highest ticket completed
 };
 
 // How many bytes of a write of len bytes at offset land when only its first

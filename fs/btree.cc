@@ -437,22 +437,52 @@ Status Btree::Scan(const BtreeRoot& root, std::uint64_t from,
                    const FsTransaction* tx) const {
   if (root.empty()) return Status::Ok();
   // Leaf by leaf: a leaf's range ends where the next one's begins, and that
-  // bound (> from) is where the next descent starts.
+  // bound (> from) is where the next descent starts.  Each leaf is copied
+  // whole under its lock (one memcpy; fn runs without the lock, and most
+  // callers stop after a record or two, so copying records one by one
+  // cost an allocation per record never looked at).
+  std::vector<std::byte> copy;
   for (;;) {
     WALFS_ASSIGN_OR_RETURN(LeafHit hit, FindLeaf(options_, root, from, tx));
-    Records records;
     {
       NodeReadLock l(hit.buf, tx);
-      const std::uint32_t n = format::DecodeBtreeNodeHeader(l.data()).nrecs;
-      for (std::uint32_t i = format::BtreeLowerBound(l.data(), from); i < n; ++i)
-        records.emplace_back(BtreeKey(l.data(), i), format::BtreeValue(l.data(), i));
+      copy.assign(l.data().begin(), l.data().end());
     }
-    for (const auto& [k, v] : records)
-      if (!fn(k, v)) return Status::Ok();
+    const std::span<const std::byte> leaf(copy);
+    const std::uint32_t n = format::DecodeBtreeNodeHeader(leaf).nrecs;
+    for (std::uint32_t i = format::BtreeLowerBound(leaf, from); i < n; ++i)
+      if (!fn(BtreeKey(leaf, i), format::BtreeValue(leaf, i))) return Status::Ok();
     if (!hit.range.hi) return Status::Ok();
     WALFS_CHECK(*hit.range.hi > from);
     from = *hit.range.hi;
   }
+}
+
+Status Btree::ScanFromFloor(const BtreeRoot& root, std::uint64_t key,
+                            const std::function<bool(std::uint64_t key, std::string_view value)>& fn,
+                            const FsTransaction* tx) const {
+  if (root.empty()) return Status::Ok();
+  WALFS_ASSIGN_OR_RETURN(LeafHit hit, FindLeaf(options_, root, key, tx));
+  std::vector<std::byte> copy;
+  {
+    NodeReadLock l(hit.buf, tx);
+    copy.assign(l.data().begin(), l.data().end());
+  }
+  const std::span<const std::byte> leaf(copy);
+  const std::uint32_t n = format::DecodeBtreeNodeHeader(leaf).nrecs;
+  std::uint32_t i = format::BtreeLowerBound(leaf, key);
+  if (i < n && BtreeKey(leaf, i) == key) ++i;
+  if (i == 0) {
+    // Every key here is above `key`: the floor, if any, is further left.
+    WALFS_ASSIGN_OR_RETURN(std::optional<BtreeRecord> floor, Floor(root, key, tx));
+    return Scan(root, floor ? floor->key : key, fn, tx);
+  }
+  // Keys in later leaves are >= this leaf's upper bound > key: record i - 1
+  // is the floor.
+  for (std::uint32_t j = i - 1; j < n; ++j)
+    if (!fn(BtreeKey(leaf, j), format::BtreeValue(leaf, j))) return Status::Ok();
+  if (!hit.range.hi) return Status::Ok();
+  return Scan(root, *hit.range.hi, fn, tx);
 }
 
 Status Btree::ForEachBlock(const BtreeRoot& root, const std::function<void(std::uint64_t block)>& fn,

@@ -82,6 +82,12 @@ class Btree {
   Status Scan(const BtreeRoot& root, std::uint64_t from,
               const std::function<bool(std::uint64_t key, std::string_view value)>& fn,
               const FsTransaction* tx = nullptr) const;
+  // Scan from Floor(key) (from `key` when there is none), usually with one
+  // descent: the floor is in the leaf that would hold `key` unless every
+  // key there is larger.  An extent map lookup (FileMap::Overlapping).
+  Status ScanFromFloor(const BtreeRoot& root, std::uint64_t key,
+                       const std::function<bool(std::uint64_t key, std::string_view value)>& fn,
+                       const FsTransaction* tx = nullptr) const;
   // Every block of the tree (fsck, and an inode's block count), parents
   // before their children.
   Status ForEachBlock(const BtreeRoot& root, const std::function<void(std::uint64_t block)>& fn,

@@ -68,11 +68,8 @@ Result<std::vector<Extent>> FileMap::Overlapping(const InodeCore& file, std::uin
   }
   const BtreeRoot root = GetForkRoot(file.literal, 0);
   Btree tree = Tree(file);
-  std::uint64_t from = first;
-  WALFS_ASSIGN_OR_RETURN(std::optional<BtreeRecord> floor, tree.Floor(root, first, tx));
-  if (floor) from = floor->key;
   Status bad;
-  WALFS_RETURN_IF_ERROR(tree.Scan(root, from, [&](std::uint64_t key, std::string_view v) {
+  WALFS_RETURN_IF_ERROR(tree.ScanFromFloor(root, first, [&](std::uint64_t key, std::string_view v) {
     Result<Extent> e = FromValue(key, v);
     if (!e.ok()) {
       bad = e.status();

@@ -113,8 +113,15 @@ Status Filesystem::Op::Begin(TransType type, std::uint64_t blocks, bool freeing)
 }
 
 void Filesystem::Op::Dirty(const InodeRef& ip) {
+  std::erase(timestamps_only_, ip.get());
   if (std::none_of(dirty_.begin(), dirty_.end(), [&](const InodeRef& d) { return d.get() == ip.get(); }))
     dirty_.push_back(ip);
+}
+
+void Filesystem::Op::DirtyTimestamps(const InodeRef& ip) {
+  if (std::any_of(dirty_.begin(), dirty_.end(), [&](const InodeRef& d) { return d.get() == ip.get(); })) return;
+  dirty_.push_back(ip);
+  timestamps_only_.push_back(ip.get());
 }
 
 void Filesystem::Op::SetNextUnlinked(const InodeRef& ip, std::uint64_t next) {
@@ -153,10 +160,15 @@ Result<std::uint64_t> Filesystem::Op::Commit() {
   Result<std::uint64_t> seq = tx_->Commit();
   tx_.reset();
   if (!seq.ok()) return seq;
-  for (const InodeRef& ip : dirty_) {
-    std::uint64_t prev = ip->last_seq.load(std::memory_order_relaxed);
-    while (prev < *seq && !ip->last_seq.compare_exchange_weak(prev, *seq)) {
+  auto raise = [&](std::atomic<std::uint64_t>& to) {
+    std::uint64_t prev = to.load(std::memory_order_relaxed);
+    while (prev < *seq && !to.compare_exchange_weak(prev, *seq)) {
     }
+  };
+  for (const InodeRef& ip : dirty_) {
+    raise(ip->last_seq);
+    if (std::find(timestamps_only_.begin(), timestamps_only_.end(), ip.get()) == timestamps_only_.end())
+      raise(ip->datasync_seq);
   }
   return seq;
 }
@@ -889,6 +901,13 @@ std::string Filesystem::StatsText() const {
   }
   out += fmt::format("ail_items {}\nail_tail {}\nail_pushes {}\nail_log_forces {}\n", ls.ail.items,
                      journal::LsnString(ls.ail.tail), ls.ail.pushes, ls.ail.log_forces);
+  out += fmt::format("cil_commits {}\ncil_pushes {}\ncil_forces {}\ncil_forced_pushes {}\ncil_empty_forces {}\n",
+                     ls.cil.commits, ls.cil.pushes, ls.cil.forces, ls.cil.forced_pushes, ls.cil.empty_forces);
+  out += fmt::format("log_records {}\nlog_preflushes {}\nlog_forces {}\n", ls.writer.records, ls.writer.preflushes,
+                     ls.writer.forces);
+  const BlockDeviceStats ds = device_->stats();
+  out += fmt::format("dev_reads {}\ndev_writes {}\ndev_flushes {}\ndev_fua_writes {}\ndev_preflush_writes {}\n",
+                     ds.reads, ds.writes, ds.flushes, ds.fua_writes, ds.preflush_writes);
   const AllocStats as = alloc_->Stats();
   out += fmt::format("free_blocks {}\nreserved_blocks {}\nallocs {}\nfrees {}\nbusy_forces {}\n",
                      alloc_->FreeTotal(), reserved_blocks_.load(), as.allocs, as.frees, as.busy_forces);
@@ -898,10 +917,10 @@ std::string Filesystem::StatsText() const {
   const auto& c = counters_;
   out += fmt::format(
       "creates {}\nremoves {}\nrenames {}\nwrites {}\nreads {}\nfsyncs {}\nbytes_written {}\n"
-      "bytes_read {}\ntruncates {}\ninactivated {}\n",
+      "bytes_read {}\ntruncates {}\ninactivated {}\nfsync_flushes_covered {}\n",
       c.creates.load(), c.removes.load(), c.renames.load(), c.writes.load(), c.reads.load(),
       c.fsyncs.load(), c.bytes_written.load(), c.bytes_read.load(), c.truncates.load(),
-      c.inactivated.load());
+      c.inactivated.load(), c.fsync_flushes_covered.load());
   return out;
 }
 

@@ -73,7 +73,8 @@ enum SetAttrMask : std::uint32_t {
 
 struct FsCounters {
   std::atomic<std::uint64_t> creates{0}, removes{0}, renames{0}, writes{0}, reads{0}, fsyncs{0},
-      bytes_written{0}, bytes_read{0}, truncates{0}, inactivated{0};
+      bytes_written{0}, bytes_read{0}, truncates{0}, inactivated{0},
+      fsync_flushes_covered{0};  // data flushes fsync skipped: the log force's preflush covered them
 };
 
 class Filesystem {

@@ -52,16 +52,25 @@ Result<std::size_t> Filesystem::Read(std::uint64_t ino, std::uint64_t offset, st
   if (offset >= c.size || size == 0) return std::size_t{0};
   size = static_cast<std::size_t>(std::min<std::uint64_t>(size, c.size - offset));
   const std::uint64_t bs = sb_.block_size;
-  std::memset(out, 0, size);
   WALFS_ASSIGN_OR_RETURN(std::vector<Extent> over,
                          maps_->Overlapping(c, offset / bs, (offset + size + bs - 1) / bs));
+  // Extents come in file order and do not overlap: holes and unwritten
+  // extents read as zeros, the rest from the device; `out` is not cleared
+  // first (the caller's buffer need not be initialised).
+  const std::uint64_t end = offset + size;
+  std::uint64_t pos = offset;
   for (const Extent& e : over) {
-    if (e.unwritten) continue;  // reads as zeros
     const std::uint64_t from = std::max(offset, e.file_block * bs);
-    const std::uint64_t to = std::min(offset + size, EndOf(e) * bs);
+    const std::uint64_t to = std::min(end, EndOf(e) * bs);
     if (from >= to) continue;
-    WALFS_RETURN_IF_ERROR(device_->Read(e.disk_block * bs + (from - e.file_block * bs), out + (from - offset), to - from));
+    if (from > pos) std::memset(out + (pos - offset), 0, from - pos);
+    if (e.unwritten)
+      std::memset(out + (from - offset), 0, to - from);
+    else
+      WALFS_RETURN_IF_ERROR(device_->Read(e.disk_block * bs + (from - e.file_block * bs), out + (from - offset), to - from));
+    pos = to;
   }
+  if (pos < end) std::memset(out + (pos - offset), 0, end - pos);
   counters_.reads.fetch_add(1, std::memory_order_relaxed);
   counters_.bytes_read.fetch_add(size, std::memory_order_relaxed);
   return size;
@@ -185,10 +194,14 @@ Result<std::size_t> Filesystem::Write(std::uint64_t ino, std::uint64_t offset, c
     Op op(this);
     WALFS_RETURN_IF_ERROR(op.Begin(TransType::kSetattr, 0));
     c = ip->Core();
+    const bool grows = offset + size > c.size;
     c.size = std::max<std::uint64_t>(c.size, offset + size);
     c.mtime = c.ctime = now;
     StoreCore(ip, c);
-    op.Dirty(ip);
+    if (grows)
+      op.Dirty(ip);
+    else
+      op.DirtyTimestamps(ip);  // fdatasync need not force it
     WALFS_RETURN_IF_ERROR(op.Commit().status());
   }
   counters_.writes.fetch_add(1, std::memory_order_relaxed);
@@ -197,13 +210,25 @@ Result<std::size_t> Filesystem::Write(std::uint64_t ino, std::uint64_t offset, c
 }
 
 Status Filesystem::Fsync(std::uint64_t ino, bool datasync) {
-  (void)datasync;  // every change to the inode is logged: both need the same force
   WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(ino));
   if (options_.read_only) return Status::Ok();
   const bool data = ip->data_dirty.exchange(false);
-  const std::uint64_t seq = ip->last_seq.load();
+  // The data writes that set data_dirty completed before this ticket: a
+  // flush with a later one (the preflush of the log force's commit record,
+  // issued after it) makes them durable, as XFS's fsync skips its cache
+  // flush when the log force issued one.
+  const std::uint64_t ticket = device_->FlushTicket();
+  // fdatasync: up to the last change other than timestamps (an overwrite
+  // in place only changes mtime and ctime).  Nothing newer than what is on
+  // disk: no log write at all (the CIL's force returns at once).
+  const std::uint64_t seq = datasync ? ip->datasync_seq.load() : ip->last_seq.load();
   Status s = seq != 0 ? log_->Force(seq) : Status::Ok();
-  if (s.ok() && data) s = device_->Flush();
+  if (s.ok() && data) {
+    if (device_->FlushedSince(ticket))
+      counters_.fsync_flushes_covered.fetch_add(1, std::memory_order_relaxed);
+    else
+      s = device_->Flush();
+  }
   if (!s.ok()) {
     if (data) ip->data_dirty.store(true);  // the next fsync must flush again
     return s;

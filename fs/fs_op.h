@@ -32,12 +32,17 @@ class Filesystem::Op {
   Status Begin(journal::TransType type, std::uint64_t blocks, bool freeing = false);
   FsTransaction* tx() { return &*tx_; }
   void Dirty(const InodeRef& ip);
+  // The same for a change of the inode's timestamps alone (fdatasync does
+  // not force such a change).  A Dirty() of the same inode in the same
+  // operation wins.
+  void DirtyTimestamps(const InodeRef& ip);
   // Changes an inode's unlinked-list link: in memory now, and in its chunk
   // block (that field alone) when the step commits -- never through a
   // Dirty() of an inode this operation does not own (whose in-core state
   // may carry another operation's uncommitted changes).
   void SetNextUnlinked(const InodeRef& ip, std::uint64_t next);
-  // Commits; every dirty inode's last_seq becomes the commit's sequence.
+  // Commits; every dirty inode's last_seq (and, unless only its timestamps
+  // changed, its datasync_seq) becomes the commit's sequence.
   Result<std::uint64_t> Commit();
   // Commits this step and starts the next with nothing held.
   Status Roll() { return tx_->RollReleasing(); }
@@ -47,6 +52,7 @@ class Filesystem::Op {
   Filesystem* const fs_;
   std::optional<FsTransaction> tx_;
   std::vector<InodeRef> dirty_;
+  std::vector<const Inode*> timestamps_only_;  // of dirty_: DirtyTimestamps() alone
   std::vector<std::pair<std::uint64_t, std::uint64_t>> next_patches_;  // ino, next_unlinked
   std::uint64_t reserved_ = 0;
 };

@@ -19,7 +19,11 @@ Result<InodeRef> InodeCache::Get(std::uint64_t ino) {
   WALFS_ASSIGN_OR_RETURN(format::InodeCore core, ialloc_->ReadCore(nullptr, ino));
   if (core.free()) return Status::NotFound(fmt::format("inode {} is not in use", ino));
   auto ip = std::make_shared<Inode>(core);
-  if (current_seq_) ip->last_seq.store(current_seq_());
+  if (current_seq_) {
+    const std::uint64_t seq = current_seq_();
+    ip->last_seq.store(seq);
+    ip->datasync_seq.store(seq);
+  }
   ip->data_dirty.store(true);
   MutexLock l(&mu_);
   map_.emplace(ino, ip);

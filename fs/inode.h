@@ -40,8 +40,11 @@ class Inode {
   mutable Mutex core_mu;
   format::InodeCore core GUARDED_BY(core_mu);
   // The checkpoint sequence of the inode's last committed change (fsync
-  // forces the log to it), and of its last data-only change (fdatasync).
+  // forces the log to it), and of its last change other than timestamps
+  // (fdatasync forces the log to that one: the size, the block map and the
+  // rest are needed to read the data back; mtime and ctime are not).
   std::atomic<std::uint64_t> last_seq{0};
+  std::atomic<std::uint64_t> datasync_seq{0};
   // File data written in place since the last fsync (it needs a device
   // flush of its own if the log force has nothing to write).
   std::atomic<bool> data_dirty{false};
@@ -61,7 +64,8 @@ class InodeCache {
  public:
   // current_seq: the log's current checkpoint sequence.  An inode read
   // back from its chunk block may have been changed and evicted before that
-  // change was durable, so it starts with last_seq = current_seq() and
+  // change was durable, so it starts with last_seq = datasync_seq =
+  // current_seq() and
   // data_dirty set: its first fsync forces everything (XFS keeps such
   // inodes in memory until written back; walfs forgets them and pays one
   // wider force instead).

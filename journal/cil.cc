@@ -160,11 +160,20 @@ Status Cil::Force(std::uint64_t seq) {
     if (push_target_ < seq) {
       push_target_ = seq;
       ++stats_.forced_pushes;
-      push_cv_.Signal();
     }
-    // Wait for the checkpoint to be handed to the log writer (everyone
-    // forcing this sequence waits on the same push).
-    while (status_.ok() && pushed_seq_ < seq) state_cv_.Wait(&mu_);
+    // Push it here unless a push is under way (every context swapped out
+    // before is then pushed: `seq` is still the current one), else wait for
+    // that push, which may be ours (everyone forcing a sequence shares one
+    // push and one log write).  Pushing on the forcer's thread saves the
+    // two thread hand-offs of asking the push thread and being told.
+    while (status_.ok() && pushed_seq_ < seq) {
+      if (!pushing_) {
+        ++stats_.inline_pushes;
+        PushLocked();
+        continue;
+      }
+      state_cv_.Wait(&mu_);
+    }
     if (pushed_seq_ < seq) return status_;
     if (committed_seq_ >= seq) return Status::Ok();
     lsn = pushed_lsn_;  // the commit record of `seq` or a later checkpoint
@@ -179,50 +188,60 @@ Status Cil::Force(std::uint64_t seq) {
 void Cil::PushMain() {
   MutexLock l(&mu_);
   for (;;) {
-    while (!stop_ && status_.ok() && push_target_ < ctx_->seq) push_cv_.Wait(&mu_);
+    while (!stop_ && status_.ok() && (pushing_ || push_target_ < ctx_->seq)) push_cv_.Wait(&mu_);
     if (stop_ || !status_.ok()) return;
-    const bool urgent = push_urgent_;
-    push_urgent_ = false;
     if (ctx_->entries.empty()) {
       // Forced with nothing to write (the forcer accounted for that).
       push_target_ = ctx_->seq - 1;
       continue;
     }
-    // Swap in a fresh context (xlog_cil_push_work); committers may go on.
-    std::shared_ptr<Ctx> old(ctx_.release());
-    ctx_ = std::make_unique<Ctx>();
-    ctx_->seq = old->seq + 1;
-    ctx_->tid = next_tid_++;
-    if (next_tid_ == 0) next_tid_ = 1;
-    state_cv_.SignalAll();  // throttled committers
-    ++stats_.pushes;
-    stats_.checkpoint_items += old->entries.size();
-    const auto bytes = static_cast<std::uint64_t>(old->item_bytes);
-    stats_.checkpoint_bytes += bytes;
-    stats_.max_checkpoint_bytes = std::max(stats_.max_checkpoint_bytes, bytes);
-    WALFS_TRACE(kTraceCilPush, old->seq, old->entries.size(), bytes, urgent ? 0 : 1);
-    const std::uint64_t seq = old->seq;
-    mu_.Unlock();
-    Result<Lsn> commit_lsn = WriteCheckpoint(std::move(old));
-    if (commit_lsn.ok()) {
-      // Get the commit record out rather than leave it in a half-filled
-      // iclog: the AIL can only push (and the tail move) once it is on disk.
-      Status s = options_.writer->Force(*commit_lsn);
-      (void)s;  // a failure has already failed the writer and, through it, the log
-    }
-    mu_.Lock();
-    if (!commit_lsn.ok()) {
-      if (status_.ok()) {
-        mu_.Unlock();
-        Fail(commit_lsn.status());
-        mu_.Lock();
-      }
-      return;
-    }
-    pushed_seq_ = seq;
-    pushed_lsn_ = *commit_lsn;
-    state_cv_.SignalAll();
+    PushLocked();
   }
+}
+
+void Cil::PushLocked() {
+  WALFS_CHECK(!pushing_ && !ctx_->entries.empty());
+  const bool urgent = push_urgent_;
+  push_urgent_ = false;
+  pushing_ = true;
+  // Swap in a fresh context (xlog_cil_push_work); committers may go on.
+  std::shared_ptr<Ctx> old(ctx_.release());
+  ctx_ = std::make_unique<Ctx>();
+  ctx_->seq = old->seq + 1;
+  ctx_->tid = next_tid_++;
+  if (next_tid_ == 0) next_tid_ = 1;
+  state_cv_.SignalAll();  // throttled committers
+  ++stats_.pushes;
+  stats_.checkpoint_items += old->entries.size();
+  const auto bytes = static_cast<std::uint64_t>(old->item_bytes);
+  stats_.checkpoint_bytes += bytes;
+  stats_.max_checkpoint_bytes = std::max(stats_.max_checkpoint_bytes, bytes);
+  WALFS_TRACE(kTraceCilPush, old->seq, old->entries.size(), bytes, urgent ? 0 : 1);
+  const std::uint64_t seq = old->seq;
+  mu_.Unlock();
+  Result<Lsn> commit_lsn = WriteCheckpoint(std::move(old));
+  if (commit_lsn.ok()) {
+    // Get the commit record out rather than leave it in a half-filled
+    // iclog: the AIL can only push (and the tail move) once it is on disk.
+    Status s = options_.writer->Force(*commit_lsn);
+    (void)s;  // a failure has already failed the writer and, through it, the log
+  }
+  mu_.Lock();
+  pushing_ = false;
+  // The push thread sleeps while a push is under way: wake it only when
+  // there is more to push (a wake-up per fsync otherwise).
+  if (push_target_ >= ctx_->seq) push_cv_.Signal();
+  state_cv_.SignalAll();  // forcers waiting for it, pushed or failed
+  if (!commit_lsn.ok()) {
+    if (status_.ok()) {
+      mu_.Unlock();
+      Fail(commit_lsn.status());
+      mu_.Lock();
+    }
+    return;
+  }
+  pushed_seq_ = seq;
+  pushed_lsn_ = *commit_lsn;
 }
 
 Result<Lsn> Cil::WriteCheckpoint(std::shared_ptr<Ctx> ctx) {
@@ -272,7 +291,7 @@ void Cil::Committed(const std::shared_ptr<Ctx>& ctx, const Status& s, const Writ
       if (status_.ok()) status_ = s;
     }
     state_cv_.SignalAll();
-    push_cv_.SignalAll();
+    if (!s.ok()) push_cv_.SignalAll();  // the push thread stops
   }
 }
 

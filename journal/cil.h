@@ -16,8 +16,10 @@
 //
 // Pushes happen in the background when a context holds
 // min(log/8, 32 MiB) (push_bytes); committers are throttled at twice that
-// until the push has swapped contexts; and on a force.  Forces of the same
-// sequence share one push and one log write (group commit).
+// until the push has swapped contexts; and on a force, which does the push
+// on its own thread when none is under way (saving fsync the hand-off to the
+// push thread and back).  Forces of the same sequence share one push and
+// one log write (group commit).
 //
 // Space: a committing transaction's ticket pays for the bytes its items add
 // to the context (a negative delta, a relogged item that shrank, is
@@ -73,6 +75,7 @@ struct CilStats {
   std::uint64_t pushes = 0;            // checkpoints written
   std::uint64_t background_pushes = 0;
   std::uint64_t forced_pushes = 0;
+  std::uint64_t inline_pushes = 0;     // pushes done on a forcer's thread
   std::uint64_t empty_forces = 0;      // forces with nothing new to write
   std::uint64_t forces = 0;
   std::uint64_t throttles = 0;
@@ -136,6 +139,11 @@ class Cil {
     std::int64_t fund = 0;        // overhead charged so far
   };
   void PushMain();
+  // One push: swaps the current (non-empty) context out, writes it and gets
+  // its commit record out, with mu_ let go meanwhile (pushing_ keeps a
+  // second pusher out, so checkpoints are still written one at a time, in
+  // order).  On the push thread, or on a forcer's (Force).
+  void PushLocked() REQUIRES(mu_);
   // Writes one swapped-out context; returns the commit record's LSN.
   Result<Lsn> WriteCheckpoint(std::shared_ptr<Ctx> ctx);
   void Committed(const std::shared_ptr<Ctx>& ctx, const Status& s, const WriteResult& res);
@@ -149,6 +157,7 @@ class Cil {
   std::uint32_t next_tid_ GUARDED_BY(mu_);
   std::uint64_t push_target_ GUARDED_BY(mu_) = 0;   // push contexts up to this seq
   bool push_urgent_ GUARDED_BY(mu_) = false;        // and get the commit record out
+  bool pushing_ GUARDED_BY(mu_) = false;            // a push is between swap and pushed_seq_
   std::uint64_t pushed_seq_ GUARDED_BY(mu_) = 0;    // written to the log writer
   Lsn pushed_lsn_ GUARDED_BY(mu_) = kNullLsn;       // its commit record
   std::uint64_t committed_seq_ GUARDED_BY(mu_) = 0; // on disk

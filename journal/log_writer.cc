@@ -111,11 +111,11 @@ void LogWriter::WaitIdle() {
   }
 }
 
-void LogWriter::SetStateLocked(Iclog* ic, IclogState s) {
+void LogWriter::SetStateLocked(Iclog* ic, IclogState s, bool signal) {
   ic->state = s;
   ++stats_.state_changes;
   WALFS_TRACE(kTraceIclogState, ic->index, ic->lsn, static_cast<std::uint64_t>(s));
-  cv_.SignalAll();
+  if (signal) cv_.SignalAll();
 }
 
 Status LogWriter::WaitActiveLocked(Iclog* ic) {
@@ -400,16 +400,31 @@ void LogWriter::PartDone(Iclog* ic, const Status& s) {
 // xlog_state_do_callback: runs the callbacks of completed records strictly
 // in LSN order; a record that completed early waits for those before it.
 void LogWriter::ProcessCompletions() {
-  MutexLock l(&mu_);
+  mu_.Lock();
   if (processing_) {
     reprocess_ = true;
+    mu_.Unlock();
     return;
   }
   processing_ = true;
+  bool caught_up = false;
   for (;;) {
+    if (caught_up) {
+      // Everything below has been processed: wake the forcers once, with
+      // the lock let go (one woken under it would only block on it again;
+      // processing_ keeps the writer alive meanwhile), then finish unless
+      // another completion came in.
+      caught_up = false;
+      mu_.Unlock();
+      cv_.SignalAll();
+      mu_.Lock();
+      if (!reprocess_) break;
+      reprocess_ = false;
+      continue;
+    }
     Iclog* ic = ring_[oldest_].get();
     if (ic->state == IclogState::kDoneSync) {
-      SetStateLocked(ic, IclogState::kCallback);
+      SetStateLocked(ic, IclogState::kCallback, /*signal=*/false);
       Status s = ic->io_status.ok() ? status_ : ic->io_status;
       if (!ic->io_status.ok() && status_.ok()) {
         status_ = Status::IoError(fmt::format("log write of record {} failed: {}",
@@ -422,7 +437,7 @@ void LogWriter::ProcessCompletions() {
       for (auto& [cb, res] : callbacks) cb(s, res);
       mu_.Lock();
       if (s.ok()) durable_ = ic->lsn;
-      SetStateLocked(ic, IclogState::kDirty);
+      SetStateLocked(ic, IclogState::kDirty, /*signal=*/false);
       // xlog_state_clean_iclog
       ic->used = 0;
       ic->lsn = kNullLsn;
@@ -432,7 +447,7 @@ void LogWriter::ProcessCompletions() {
       ic->encoded.clear();
       ic->io_status = Status::Ok();
       ic->submit_ns = 0;
-      SetStateLocked(ic, IclogState::kActive);
+      SetStateLocked(ic, IclogState::kActive, /*signal=*/false);
       oldest_ = (oldest_ + 1) % ring_.size();
       continue;
     }
@@ -446,11 +461,15 @@ void LogWriter::ProcessCompletions() {
       mu_.Lock();
       continue;
     }
-    if (!reprocess_) break;
+    if (!reprocess_) {
+      caught_up = true;
+      continue;
+    }
     reprocess_ = false;
   }
   processing_ = false;
-  cv_.SignalAll();
+  cv_.SignalAll();  // WaitIdle
+  mu_.Unlock();
 }
 
 Status LogWriter::WaitDurableLocked(Lsn lsn) {

@@ -168,7 +168,9 @@ class LogWriter {
   Status SwitchLocked(Iclog* ic) REQUIRES(mu_);
   void DrawFundLocked(std::int64_t bytes) REQUIRES(mu_);
   void ReturnFundLocked() REQUIRES(mu_);
-  void SetStateLocked(Iclog* ic, IclogState s) REQUIRES(mu_);
+  // `signal`: wake cv_'s waiters now (ProcessCompletions wakes them once,
+  // after letting the lock go).
+  void SetStateLocked(Iclog* ic, IclogState s, bool signal = true) REQUIRES(mu_);
   // Drops a writer's (or forcer's) reference; the last one syncs a
   // switched-out iclog.
   void Release(Iclog* ic) EXCLUDES(mu_);

@@ -279,10 +279,17 @@ void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
     if (!r.ok()) return ReplyErr(req, r.status());
     return (void)fuse_reply_buf(req, r->data(), r->size());
   }
-  std::vector<char> buf(size);
-  Result<std::size_t> n = s->fs()->Read(s->ToFs(ino), static_cast<std::uint64_t>(off), size, buf.data());
+  // One buffer per worker thread, kept between requests (not zeroed: Read
+  // fills every byte it returns).
+  thread_local std::unique_ptr<char[]> buf;
+  thread_local size_t capacity = 0;
+  if (capacity < size) {
+    buf = std::make_unique_for_overwrite<char[]>(size);
+    capacity = size;
+  }
+  Result<std::size_t> n = s->fs()->Read(s->ToFs(ino), static_cast<std::uint64_t>(off), size, buf.get());
   if (!n.ok()) return ReplyErr(req, n.status());
-  fuse_reply_buf(req, buf.data(), *n);
+  fuse_reply_buf(req, buf.get(), *n);
 }
 
 void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {

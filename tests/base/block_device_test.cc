@@ -125,6 +125,30 @@ TEST(BlockDevice, SubmitAndWaitNeedsNoCallbacksAndCountsFuaAndPreflush) {
   EXPECT_EQ(dev.stats().fua_writes, 1u);
 }
 
+// Flush tickets: only a flush accepted after a ticket was taken, and
+// completed, covers the writes seen before it (a preflush counts).
+TEST(BlockDevice, OnlyAFlushIssuedAfterATicketAndCompletedCoversIt) {
+  MemoryDevice dev(kDevBytes);
+  std::vector<std::byte> buf(512);
+  const std::uint64_t t0 = dev.FlushTicket();
+  EXPECT_FALSE(dev.FlushedSince(t0));
+  ASSERT_TRUE(dev.Write(0, buf.data(), 512).ok());
+  EXPECT_FALSE(dev.FlushedSince(t0)) << "a plain write flushes nothing";
+  ASSERT_TRUE(dev.Flush().ok());
+  EXPECT_TRUE(dev.FlushedSince(t0));
+  const std::uint64_t t1 = dev.FlushTicket();
+  EXPECT_FALSE(dev.FlushedSince(t1)) << "the flush before the ticket does not count";
+  std::vector<IoRequest> batch;
+  batch.push_back(IoRequest::Write(512, buf.data(), 512, kIoPreflush | kIoFua, nullptr));
+  ASSERT_TRUE(dev.SubmitAndWait(std::move(batch)).ok());
+  EXPECT_TRUE(dev.FlushedSince(t1)) << "a completed preflush write covers it";
+  const std::uint64_t t2 = dev.FlushTicket();
+  std::vector<IoRequest> flush;
+  flush.push_back(IoRequest::Flush(nullptr));
+  ASSERT_TRUE(dev.SubmitAndWait(std::move(flush)).ok());
+  EXPECT_TRUE(dev.FlushedSince(t2)) << "so does a kFlush request";
+}
+
 TEST(BlockDevice, SubmitAndWaitFromACompletionCallbackIsABug) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(

@@ -231,6 +231,16 @@ TEST_F(BtreeTest, RandomKeysAgreeWithAMapOracle) {
       EXPECT_EQ((*floor)->key, std::prev(up)->first);
       EXPECT_EQ((*floor)->value, std::prev(up)->second);
     }
+    // ScanFromFloor: the same records as Scan from the floor (or from k).
+    auto it2 = up == oracle.begin() ? oracle.lower_bound(k) : std::prev(up);
+    std::vector<std::uint64_t> want, got_keys;
+    for (int n = 0; it2 != oracle.end() && n < 5; ++it2, ++n) want.push_back(it2->first);
+    ASSERT_TRUE(tree.ScanFromFloor(root, k, [&](std::uint64_t key, std::string_view v) {
+      EXPECT_EQ(v, oracle[key]);
+      got_keys.push_back(key);
+      return got_keys.size() < 5;
+    }).ok());
+    EXPECT_EQ(got_keys, want) << k;
   }
   // A scan from the middle starts at the first key at or above it.
   const std::uint64_t mid = std::next(oracle.begin(), static_cast<std::ptrdiff_t>(oracle.size() / 2))->first;

@@ -1254,6 +1254,69 @@ TEST_F(FilesystemTest, ACrashAfterFsyncRecoversWhatWasSynced) {
   Write(Create(d, "after"), 0, "ok");
 }
 
+// fsync semantics as XFS has them (docs/fs.md, "fsync").
+std::uint64_t Pushes(Filesystem* fs) { return fs->log()->Stats().cil.pushes; }
+std::uint64_t CoveredFlushes(Filesystem* fs) {
+  const std::string text = fs->StatsText();
+  const std::string key = "fsync_flushes_covered ";
+  const std::size_t at = text.find(key);
+  return at == std::string::npos ? ~0ull : std::stoull(text.substr(at + key.size()));
+}
+
+TEST_F(FilesystemTest, AnFsyncWithNothingNewDoesNotForceTheLog) {
+  const std::uint64_t f = Create(root_, "f");
+  Write(f, 0, Pattern(kBs, 1));
+  ASSERT_TRUE(fs_->Fsync(f, false).ok());
+  const std::uint64_t pushes = Pushes(fs_.get());
+  const std::uint64_t flushes = dev_->stats().flushes;
+  ASSERT_TRUE(fs_->Fsync(f, false).ok());
+  ASSERT_TRUE(fs_->Fsync(f, true).ok());
+  EXPECT_EQ(Pushes(fs_.get()), pushes);
+  EXPECT_EQ(dev_->stats().flushes, flushes) << "no data written since: no flush either";
+}
+
+TEST_F(FilesystemTest, AnFsyncWhoseLogForceFlushedTheDeviceSkipsItsOwnDataFlush) {
+  const std::uint64_t f = Create(root_, "f");
+  ASSERT_TRUE(fs_->Fsync(f, false).ok());
+  Write(f, 0, Pattern(4 * kBs, 2));  // new blocks: data in place, the mapping in the log
+  const std::uint64_t pushes = Pushes(fs_.get());
+  const std::uint64_t flushes = dev_->stats().flushes;
+  const std::uint64_t preflushes = dev_->stats().preflush_writes;
+  const std::uint64_t covered = CoveredFlushes(fs_.get());
+  ASSERT_TRUE(fs_->Fsync(f, false).ok());
+  EXPECT_EQ(Pushes(fs_.get()), pushes + 1);
+  EXPECT_GT(dev_->stats().preflush_writes, preflushes);
+  EXPECT_EQ(dev_->stats().flushes, flushes) << "the commit record's preflush covered the data";
+  EXPECT_EQ(CoveredFlushes(fs_.get()), covered + 1);
+  Crash();
+  Mount();
+  EXPECT_TRUE(SameBytes(ReadAll(f), Pattern(4 * kBs, 2)));
+}
+
+TEST_F(FilesystemTest, AnFdatasyncAfterAnOverwriteInPlaceFlushesTheDataButDoesNotForceTheTimestamps) {
+  const std::uint64_t f = Create(root_, "f");
+  Write(f, 0, Pattern(kBs, 3));
+  ASSERT_TRUE(fs_->Fsync(f, false).ok());
+  // Past the coarse clock's tick, so the overwrite logs new timestamps.
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  Write(f, 0, Pattern(kBs, 4));
+  const std::uint64_t pushes = Pushes(fs_.get());
+  const std::uint64_t flushes = dev_->stats().flushes;
+  ASSERT_TRUE(fs_->Fsync(f, /*datasync=*/true).ok());
+  EXPECT_EQ(Pushes(fs_.get()), pushes) << "timestamps alone are not fdatasync's business";
+  EXPECT_EQ(dev_->stats().flushes, flushes + 1) << "the data is";
+  ASSERT_TRUE(fs_->Fsync(f, false).ok());
+  EXPECT_EQ(Pushes(fs_.get()), pushes + 1) << "fsync forces them";
+  EXPECT_EQ(dev_->stats().flushes, flushes + 1) << "and has no data left to flush";
+  // Growing the file is not timestamps alone: fdatasync forces the size.
+  Write(f, kBs, Pattern(10, 5));
+  ASSERT_TRUE(fs_->Fsync(f, true).ok());
+  EXPECT_EQ(Pushes(fs_.get()), pushes + 2);
+  Crash();
+  Mount();
+  EXPECT_TRUE(SameBytes(ReadAll(f), Pattern(kBs, 4) + Pattern(10, 5)));
+}
+
 TEST_F(FilesystemTest, ACrashWithoutFsyncRecoversAConsistentImage) {
   for (int i = 0; i < 30; ++i) {
     const std::uint64_t f = Create(root_, "f" + std::to_string(i));
