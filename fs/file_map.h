@@ -31,10 +31,12 @@ class FileMap {
       : cache_(cache), alloc_(alloc), sb_(sb) {}
 
   static void InitEmpty(format::InodeCore* file);
-  // Extents overlapping file blocks [first, end), ascending.
+  // Extents overlapping file blocks [first, end), ascending; at most
+  // `limit` of them (the first ones).
   // tx: the caller's transaction, if it may hold some of the map's nodes.
   Result<std::vector<format::Extent>> Overlapping(const format::InodeCore& file, std::uint64_t first,
-                                                  std::uint64_t end, const FsTransaction* tx = nullptr) const;
+                                                  std::uint64_t end, const FsTransaction* tx = nullptr,
+                                                  std::size_t limit = SIZE_MAX) const;
   // The first extent starting at or after `first` or covering it (SEEK_DATA).
   Result<std::optional<format::Extent>> NextFrom(const format::InodeCore& file, std::uint64_t first,
                                                  const FsTransaction* tx = nullptr) const;
