@@ -5,6 +5,7 @@
 //   fast:    handler events landing mid-write are dropped, and every drop
 //            is counted as a recursion miss
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 
 #include <atomic>
@@ -34,6 +35,11 @@ constexpr int kWorkCount = 30000;
 #else
 constexpr int kWorkCount = 300000;
 #endif
+// The storm stops after this many signals even if the emitter has not
+// finished (a descheduled emitter would otherwise take a handler event per
+// signal until its ring filled): the ring below holds kWorkCount + 1 +
+// kMaxSignals records, so no event is ever dropped for space.
+constexpr int kMaxSignals = 500000;
 
 WALFS_TRACE_EVENT(kWorkEvent, "test_recursion", "work", EventKind::kInstant, {"i"});
 WALFS_TRACE_EVENT(kInHandler, "test_recursion", "in_handler", EventKind::kInstant, {"n"});
@@ -53,12 +59,14 @@ struct StormResult {
   std::uint64_t lost = 0;
 };
 
+static_assert(std::uint64_t{65536} * 1024 / sizeof(Record) > kWorkCount + 1 + kMaxSignals);
+
 StormResult RunStorm(RecursionMode mode, bool wrapped) {
   Tracer::Get().ResetForTesting();
   TracerOptions o;
   o.recursion = mode;
   o.overwrite = false;
-  o.buffer_size_kb = 65536;  // 1M records: nothing is dropped for space
+  o.buffer_size_kb = 65536;  // 1M records of 64 bytes: more than kWorkCount + 1 + kMaxSignals
   EXPECT_TRUE(Tracer::Get().SetOptions(o).ok());
   EXPECT_TRUE(Catalogue::Get().SetSubsystemEnabled("test_recursion", true).ok());
   g_handler_attempts.store(0);
@@ -74,20 +82,35 @@ StormResult RunStorm(RecursionMode mode, bool wrapped) {
   std::atomic<bool> done{false};
   std::atomic<pthread_t> target{};
   std::atomic<bool> ready{false};
+  std::atomic<bool> storm_started{false};
+  std::atomic<bool> storm_stopped{false};
   std::thread emitter([&] {
     WALFS_TRACE(kWorkEvent, -1);  // registers the ring before the storm starts
     target.store(pthread_self());
     ready.store(true);
+    // On a loaded machine the storm thread may not run for a while: wait
+    // for its first signal, so that every run has handler events.
+    while (!storm_started.load()) std::this_thread::yield();
     for (int i = 0; i < kWorkCount; ++i) WALFS_TRACE(kWorkEvent, i);
     done.store(true);
+    // Stay until the storm has stopped: a signal that reached this thread
+    // while it was exiting would run its handler after the thread's ring was
+    // retired, and count as lost.  The storm's last pthread_kill has
+    // returned, so its signal is pending here; the return from the next
+    // system call delivers it while the ring is still attached.
+    while (!storm_stopped.load()) std::this_thread::yield();
+    sched_yield();
   });
   while (!ready.load()) std::this_thread::yield();
   std::thread storm([&] {
-    while (!done.load()) pthread_kill(target.load(), SIGUSR1);
+    for (int k = 0; k < kMaxSignals && !done.load(); ++k) {
+      pthread_kill(target.load(), SIGUSR1);
+      storm_started.store(true, std::memory_order_relaxed);
+    }
+    storm_stopped.store(true);
   });
   emitter.join();
   storm.join();
-  // Signals still pending were delivered before the emitter exited.
 
   StormResult r;
   TraceReader reader(&Tracer::Get());
