@@ -363,6 +363,11 @@ void CopyFileRange(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_file_in
 
 void Poll(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, fuse_pollhandle* ph) {
   FuseServer* s = Server(req);
+  s->CountPoll();
+  if (!s->options().trace_poll) {  // the kernel stops asking (FuseServerOptions::trace_poll)
+    if (ph != nullptr) fuse_pollhandle_destroy(ph);
+    return (void)fuse_reply_err(req, ENOSYS);
+  }
   unsigned events = POLLOUT | POLLWRNORM;
   const bool readable = !ControlDir::IsControlIno(ino) || s->control().Readable(fi->fh);
   if (readable) events |= POLLIN | POLLRDNORM;
@@ -599,7 +604,9 @@ fuse_lowlevel_ops MakeOps() {
 FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options) : fs_(fs), options_(options) {
   ControlDir::Sources src;
   src.tracer = &tracing::Tracer::Get();
-  src.stats = [fs] { return fs->StatsText(); };
+  src.stats = [this, fs] {
+    return fs->StatsText() + fmt::format("fuse_polls {}\n", polls_received_.load(std::memory_order_relaxed));
+  };
   src.get_grant_wake = [fs] { return std::string(journal::WakeModeName(fs->wake_mode())); };
   src.set_grant_wake = [fs](std::string_view v) -> Status {
     WALFS_ASSIGN_OR_RETURN(journal::WakeMode m, journal::ParseWakeMode(v));

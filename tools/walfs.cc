@@ -40,6 +40,7 @@ struct Config {
   unsigned logbsize = 32 * 1024;
   unsigned threads = 0;
   int writeback_cache = 0;
+  int trace_poll = 0;
   int ro = 0;
   int norecovery = 0;
   int sync_io = 0;  // io=sync: pread/pwrite instead of io_uring
@@ -66,6 +67,7 @@ const fuse_opt kOptions[] = {
     WALFS_OPT("logbsize=%u", logbsize),
     WALFS_OPT("threads=%u", threads),
     WALFS_OPT("writeback_cache", writeback_cache),
+    WALFS_OPT("trace_poll", trace_poll),
     WALFS_OPT("norecovery", norecovery),
     WALFS_OPT("io=sync", sync_io),
     WALFS_OPT("fault_injection", fault_injection),
@@ -105,6 +107,8 @@ void Usage(const char* prog) {
       "  -o writeback_cache      let the kernel cache writes\n"
       "  -o io=sync              pread/pwrite instead of io_uring\n"
       "  -o fault_injection      testing: fail the image's I/O on command (MOUNTPOINT/.walfs/fault)\n"
+      "  -o trace_poll            poll(2) on .walfs/trace_pipe waits for events (costs every\n"
+      "                          io_uring read and write a FUSE round trip; see the README)\n"
       "  -o trace_wakeup=immediate|deferred, trace_delay_us=N, trace_recursion=safe|fast|context,\n"
       "     trace_buffer_kb=N    tracer options (also in MOUNTPOINT/.walfs/options/)\n"
       "FUSE options (-o allow_other, default_permissions, ...): see mount.fuse3(8).\n",
@@ -242,7 +246,7 @@ int main(int argc, char** argv) {
   if (!fs.ok()) return report_and_exit(fmt::format("{}: {}", cfg.image, fs.status().ToString()));
   if (cmd.foreground) fmt::print(stderr, "walfs: {}: {}\n", cfg.image, (*fs)->Describe());
 
-  walfs::mount::FuseServer server(fs->get(), {.writeback_cache = cfg.writeback_cache != 0});
+  walfs::mount::FuseServer server(fs->get(), {.writeback_cache = cfg.writeback_cache != 0, .trace_poll = cfg.trace_poll != 0});
   fuse_session* se = fuse_session_new(&args, &walfs::mount::FuseServer::Operations(),
                                       sizeof(fuse_lowlevel_ops), &server);
   if (se == nullptr) {

@@ -8,14 +8,12 @@
 // that the call fails and .walfs is still there afterwards.
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <string>
 #include <thread>
 
@@ -150,40 +148,7 @@ TEST_F(ControlDir, TracePipeStreamsEventsAsTheyHappen) {
   EXPECT_GE(EventLines(r.out), 5u) << r.out.substr(0, 2000);
 }
 
-TEST_F(ControlDir, PollOnTracePipeWaitsForEventsThenReportsThemReadable) {
-  Put("tracing_on", "1");
-  Put("events/fs/enable", "1");
-  const int fd = open((ctl_ + "/trace_pipe").c_str(), O_RDONLY | O_NONBLOCK);
-  ASSERT_SYS(fd);
-  // Drain what is there until a poll times out: nothing to read, poll
-  // waits.  (The kernel's own late requests -- forgets, releases of the
-  // previous test's files -- may add a few events first.)
-  char buf[65536];
-  pollfd p{fd, POLLIN, 0};
-  bool quiet = false;
-  for (int round = 0; round < 20 && !quiet; ++round) {
-    while (read(fd, buf, sizeof buf) > 0) {
-    }
-    EXPECT_EQ(errno, EAGAIN) << strerrorname_np(errno);
-    quiet = poll(&p, 1, 200) == 0;
-  }
-  ASSERT_TRUE(quiet) << "trace_pipe never stopped being readable";
-  // An operation on the filesystem while poll waits wakes it.
-  std::thread later([&] {
-    usleep(300 * 1000);
-    WriteFile(Path("poked"), "x");
-  });
-  const auto start = std::chrono::steady_clock::now();
-  const int n = poll(&p, 1, 5000);
-  const auto waited = std::chrono::steady_clock::now() - start;
-  later.join();
-  EXPECT_EQ(n, 1);
-  EXPECT_TRUE(p.revents & POLLIN);
-  EXPECT_LT(waited, std::chrono::seconds(3));
-  EXPECT_GT(read(fd, buf, sizeof buf), 0);
-  close(fd);
-  Put("events/fs/enable", "0");
-}
+// poll on trace_pipe: tests/fuse/poll_test.cc (it needs -o trace_poll).
 
 // The request of a reader blocked on trace_pipe ends (EINTR) when its
 // reader is killed: otherwise, after `umount -l`, that one unanswered READ
