@@ -231,6 +231,7 @@ Status Filesystem::Start() {
   lo.wake_mode = options_.wake_mode;
   lo.iclog_count = options_.logbufs;
   lo.iclog_bytes = options_.logbsize;
+  lo.push_interval_ns = std::int64_t{options_.commit_interval_s} * 1'000'000'000;
   lo.recover = !options_.norecovery;
   WALFS_ASSIGN_OR_RETURN(log_, journal::Log::Open(lo));
   const journal::RecoverReport& r = log_->recovery();
@@ -903,6 +904,8 @@ std::string Filesystem::StatsText() const {
                      journal::LsnString(ls.ail.tail), ls.ail.pushes, ls.ail.log_forces);
   out += fmt::format("cil_commits {}\ncil_pushes {}\ncil_forces {}\ncil_forced_pushes {}\ncil_empty_forces {}\n",
                      ls.cil.commits, ls.cil.pushes, ls.cil.forces, ls.cil.forced_pushes, ls.cil.empty_forces);
+  out += fmt::format("cil_background_pushes {}\ncil_timed_pushes {}\ncil_committed {}\n",
+                     ls.cil.background_pushes, ls.cil.timed_pushes, ls.cil.committed);
   out += fmt::format("log_records {}\nlog_preflushes {}\nlog_forces {}\n", ls.writer.records, ls.writer.preflushes,
                      ls.writer.forces);
   const BlockDeviceStats ds = device_->stats();

@@ -45,6 +45,11 @@ struct MountOptions {
   journal::WakeMode wake_mode = journal::WakeMode::kWakeQueue;
   std::uint32_t logbufs = 8;
   std::uint32_t logbsize = 32 * 1024;
+  // Committed changes reach the log at most this many seconds after the
+  // first of them, forced or not (xfs_log_worker's 30 s): the most
+  // un-fsynced work a crash can lose.  0: only when the CIL fills or on a
+  // force.  The mount's `-o commit=N`.
+  std::uint32_t commit_interval_s = 30;
   bool io_uring = true;     // false: pread/pwrite
   std::size_t buffer_cache = 16384;
   // Mount() puts a FaultDevice (base/block_device_fault.h) between the

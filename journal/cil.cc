@@ -102,6 +102,7 @@ Result<std::uint64_t> Cil::Commit(Ticket* tic, std::span<LogItem* const> items) 
   } else if (charge < 0) {
     tic->Refund(static_cast<std::int32_t>(-charge));
   }
+  if (c.entries.empty() && options_.push_interval_ns > 0) c.first_commit_ns = MonotonicNanos();
   for (auto& [item, body] : formatted) {
     if (item->cil_seq_ == c.seq) {
       c.entries[item->cil_index_].body = std::move(body);
@@ -187,8 +188,29 @@ Status Cil::Force(std::uint64_t seq) {
 
 void Cil::PushMain() {
   MutexLock l(&mu_);
+  const std::int64_t interval = options_.push_interval_ns;
   for (;;) {
-    while (!stop_ && status_.ok() && (pushing_ || push_target_ < ctx_->seq)) push_cv_.Wait(&mu_);
+    while (!stop_ && status_.ok() && (pushing_ || push_target_ < ctx_->seq)) {
+      if (interval <= 0) {
+        push_cv_.Wait(&mu_);
+        continue;
+      }
+      // xfs_log_worker.  Commits do not wake this thread (that would be a
+      // wake-up per checkpoint, i.e. per fsync): it looks every interval,
+      // and a context found non-empty is pushed exactly `interval` after its
+      // first commit.
+      if (!pushing_ && !ctx_->entries.empty()) {
+        const std::int64_t left = ctx_->first_commit_ns + interval - MonotonicNanos();
+        if (left <= 0) {
+          push_target_ = ctx_->seq;
+          ++stats_.timed_pushes;
+          break;
+        }
+        push_cv_.WaitFor(&mu_, left);
+      } else {
+        push_cv_.WaitFor(&mu_, interval);
+      }
+    }
     if (stop_ || !status_.ok()) return;
     if (ctx_->entries.empty()) {
       // Forced with nothing to write (the forcer accounted for that).

@@ -59,6 +59,11 @@ struct CilOptions {
   LogSpace* space = nullptr;
   // Background push threshold; 0: min(log bytes / 8, 32 MiB).
   std::int64_t push_bytes = 0;
+  // xfs_log_worker: committed changes are pushed at most this long after the
+  // first of them, even if nobody forces them and the CIL is far from
+  // push_bytes, so that a crash loses at most this much un-fsynced work.
+  // 0: only when the CIL fills or on a force.
+  std::int64_t push_interval_ns = 0;
   // The tid of the first checkpoint; later ones count up from it.
   std::uint32_t first_tid = 1;
   // Called once when the CIL fails the log (an overrun, a failed write).
@@ -74,6 +79,7 @@ struct CilStats {
   std::uint64_t relogs = 0;            // item already in the context
   std::uint64_t pushes = 0;            // checkpoints written
   std::uint64_t background_pushes = 0;
+  std::uint64_t timed_pushes = 0;      // push_interval_ns passed with nobody forcing
   std::uint64_t forced_pushes = 0;
   std::uint64_t inline_pushes = 0;     // pushes done on a forcer's thread
   std::uint64_t empty_forces = 0;      // forces with nothing new to write
@@ -137,6 +143,7 @@ class Cil {
     std::vector<Entry> entries;
     std::int64_t item_bytes = 0;  // op headers and bodies
     std::int64_t fund = 0;        // overhead charged so far
+    std::int64_t first_commit_ns = 0;  // MonotonicNanos() of its first item (push_interval_ns)
   };
   void PushMain();
   // One push: swaps the current (non-empty) context out, writes it and gets

@@ -39,6 +39,7 @@ struct Config {
   unsigned logbufs = 8;
   unsigned logbsize = 32 * 1024;
   unsigned threads = 0;
+  unsigned commit = 30;
   int writeback_cache = 0;
   int trace_poll = 0;
   int ro = 0;
@@ -66,6 +67,7 @@ const fuse_opt kOptions[] = {
     WALFS_OPT("logbufs=%u", logbufs),
     WALFS_OPT("logbsize=%u", logbsize),
     WALFS_OPT("threads=%u", threads),
+    WALFS_OPT("commit=%u", commit),
     WALFS_OPT("writeback_cache", writeback_cache),
     WALFS_OPT("trace_poll", trace_poll),
     WALFS_OPT("norecovery", norecovery),
@@ -102,6 +104,8 @@ void Usage(const char* prog) {
       "  -o wake=inline|waking|wakeq   how grant-head waiters are woken (default wakeq)\n"
       "  -o logbufs=N            in-core log buffers, 2..16 (default 8)\n"
       "  -o logbsize=BYTES       log buffer size, 16384..57856 (default 32768)\n"
+      "  -o commit=SECONDS       changes reach the log at most this long after they are made,\n"
+      "                          fsync or not: what a crash can lose (1..86400, default 30)\n"
       "  -o threads=N            FUSE worker threads kept idle (default: libfuse's 10)\n"
       "  -o max_threads=N        at most N FUSE worker threads (libfuse's; default 10)\n"
       "  -o writeback_cache      let the kernel cache writes\n"
@@ -170,6 +174,9 @@ int main(int argc, char** argv) {
   mo.logbufs = cfg.logbufs;
   mo.logbsize = cfg.logbsize;
   mo.io_uring = !cfg.sync_io;
+  if (cfg.commit < 1 || cfg.commit > 86400)
+    return Fail(fmt::format("commit={}: the interval is 1 to 86400 seconds", cfg.commit));
+  mo.commit_interval_s = cfg.commit;
   mo.fault_injection = cfg.fault_injection != 0;
   if (cfg.wake) {
     auto m = walfs::journal::ParseWakeMode(cfg.wake);

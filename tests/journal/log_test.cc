@@ -4,6 +4,7 @@
 #include "journal/log.h"
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -38,6 +39,7 @@ std::unique_ptr<Log> OpenLog(BlockDevice* dev, std::uint32_t sectors = kSectors,
   if (extra.push_bytes) o.push_bytes = extra.push_bytes;
   if (extra.iclog_bytes != LogOptions{}.iclog_bytes) o.iclog_bytes = extra.iclog_bytes;
   if (extra.iclog_count != LogOptions{}.iclog_count) o.iclog_count = extra.iclog_count;
+  o.push_interval_ns = extra.push_interval_ns;
   auto log = Log::Open(o);
   EXPECT_TRUE(log.ok()) << log.status().ToString();
   return log.ok() ? std::move(log).value() : nullptr;
@@ -123,6 +125,45 @@ TEST(Log, ForcedChangesSurviveACrashThroughRecovery) {
   for (std::uint32_t i = 0; i < 3; ++i)
     EXPECT_TRUE(PayloadOnDisk(crashed.get(), i) == Expected(static_cast<std::uint8_t>(0x40 + i)));
   ASSERT_TRUE(log->Close().ok());
+}
+
+// xfs_log_worker: a change nobody forces still reaches the log within the
+// push interval, and survives a crash after it.
+TEST(Log, AChangeNobodyForcesIsPushedOnceThePushIntervalPasses) {
+  MemoryDevice dev(ImageBytes(kSectors));
+  std::unique_ptr<MemoryDevice> crashed;
+  {
+    testing::TestJournal log(OpenLog(&dev, kSectors, {.push_interval_ns = 100'000'000}), 1);
+    ASSERT_NE(log.get(), nullptr);
+    Result<std::uint64_t> seq = Change(log.get(), log[0], 0x5a);
+    ASSERT_TRUE(seq.ok());
+    EXPECT_EQ(log->cil().committed_seq(), 0u) << "pushed before the interval passed";
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (log->cil().committed_seq() < *seq && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_GE(log->cil().committed_seq(), *seq) << "never pushed";
+    EXPECT_EQ(log->cil().Stats().timed_pushes, 1u);
+    EXPECT_EQ(log->cil().Stats().forces, 0u);
+    crashed = std::make_unique<MemoryDevice>(dev.size_bytes());
+    std::string all(dev.size_bytes(), '\0');
+    ASSERT_TRUE(dev.Read(0, all.data(), all.size()).ok());
+    ASSERT_TRUE(crashed->Write(0, all.data(), all.size()).ok());
+  }
+  auto log = OpenLog(crashed.get());
+  ASSERT_NE(log, nullptr);
+  EXPECT_FALSE(log->recovery().position.clean);
+  EXPECT_TRUE(PayloadOnDisk(crashed.get(), 0) == Expected(0x5a));
+  ASSERT_TRUE(log->Close().ok());
+}
+
+TEST(Log, WithoutAPushIntervalAnUnforcedChangeStaysInTheCil) {
+  MemoryDevice dev(ImageBytes(kSectors));
+  testing::TestJournal log(OpenLog(&dev), 1);
+  ASSERT_NE(log.get(), nullptr);
+  ASSERT_TRUE(Change(log.get(), log[0], 0x5a).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(log->cil().committed_seq(), 0u);
+  EXPECT_EQ(log->cil().Stats().timed_pushes, 0u);
 }
 
 TEST(Log, ConcurrentForcesShareOneCheckpoint) {
