@@ -904,8 +904,8 @@ std::string Filesystem::StatsText() const {
                      journal::LsnString(ls.ail.tail), ls.ail.pushes, ls.ail.log_forces);
   out += fmt::format("cil_commits {}\ncil_pushes {}\ncil_forces {}\ncil_forced_pushes {}\ncil_empty_forces {}\n",
                      ls.cil.commits, ls.cil.pushes, ls.cil.forces, ls.cil.forced_pushes, ls.cil.empty_forces);
-  out += fmt::format("cil_background_pushes {}\ncil_timed_pushes {}\ncil_committed {}\n",
-                     ls.cil.background_pushes, ls.cil.timed_pushes, ls.cil.committed);
+  out += fmt::format("cil_background_pushes {}\ncil_timed_pushes {}\ncil_seq {}\ncil_items {}\ncil_committed_seq {}\n",
+                     ls.cil.background_pushes, ls.cil.timed_pushes, ls.cil.seq, ls.cil.items, ls.cil.committed_seq);
   out += fmt::format("log_records {}\nlog_preflushes {}\nlog_forces {}\n", ls.writer.records, ls.writer.preflushes,
                      ls.writer.forces);
   const BlockDeviceStats ds = device_->stats();

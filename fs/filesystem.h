@@ -48,7 +48,7 @@ struct MountOptions {
   // Committed changes reach the log at most this many seconds after the
   // first of them, forced or not (xfs_log_worker's 30 s): the most
   // un-fsynced work a crash can lose.  0: only when the CIL fills or on a
-  // force.  The mount's `-o commit=N`.
+  // force.  The mount's `-o commit=N` (0..86400).
   std::uint32_t commit_interval_s = 30;
   bool io_uring = true;     // false: pread/pwrite
   std::size_t buffer_cache = 16384;

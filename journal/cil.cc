@@ -197,8 +197,10 @@ void Cil::PushMain() {
       }
       // xfs_log_worker.  Commits do not wake this thread (that would be a
       // wake-up per checkpoint, i.e. per fsync): it looks every interval,
-      // and a context found non-empty is pushed exactly `interval` after its
-      // first commit.
+      // and a context found non-empty is pushed `interval` after its first
+      // commit -- later by up to one push when a forcer was pushing (the
+      // thread then sleeps a whole interval, as it is not told the push
+      // ended).
       if (!pushing_ && !ctx_->entries.empty()) {
         const std::int64_t left = ctx_->first_commit_ns + interval - MonotonicNanos();
         if (left <= 0) {

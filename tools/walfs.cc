@@ -14,12 +14,14 @@
 #include <fuse_lowlevel.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -39,7 +41,7 @@ struct Config {
   unsigned logbufs = 8;
   unsigned logbsize = 32 * 1024;
   unsigned threads = 0;
-  unsigned commit = 30;
+  char* commit = nullptr;  // seconds; parsed whole (fuse_opt's %u ignores trailing text)
   int writeback_cache = 0;
   int trace_poll = 0;
   int ro = 0;
@@ -57,7 +59,7 @@ struct Config {
   Config& operator=(const Config&) = delete;
   // fuse_opt_parse strdup()s every string option.
   ~Config() {
-    for (char* p : {image, wake, trace_wakeup, trace_recursion}) free(p);
+    for (char* p : {image, wake, commit, trace_wakeup, trace_recursion}) free(p);
   }
 };
 
@@ -67,7 +69,7 @@ const fuse_opt kOptions[] = {
     WALFS_OPT("logbufs=%u", logbufs),
     WALFS_OPT("logbsize=%u", logbsize),
     WALFS_OPT("threads=%u", threads),
-    WALFS_OPT("commit=%u", commit),
+    WALFS_OPT("commit=%s", commit),
     WALFS_OPT("writeback_cache", writeback_cache),
     WALFS_OPT("trace_poll", trace_poll),
     WALFS_OPT("norecovery", norecovery),
@@ -104,14 +106,15 @@ void Usage(const char* prog) {
       "  -o wake=inline|waking|wakeq   how grant-head waiters are woken (default wakeq)\n"
       "  -o logbufs=N            in-core log buffers, 2..16 (default 8)\n"
       "  -o logbsize=BYTES       log buffer size, 16384..57856 (default 32768)\n"
-      "  -o commit=SECONDS       changes reach the log at most this long after they are made,\n"
-      "                          fsync or not: what a crash can lose (1..86400, default 30)\n"
+      "  -o commit=SECONDS       changes start to reach the log at most this long after they are\n"
+      "                          made, fsynced or not: what a crash can lose (0..86400, default\n"
+      "                          30; 0: only fsync, a full log buffer or unmount write them)\n"
       "  -o threads=N            FUSE worker threads kept idle (default: libfuse's 10)\n"
       "  -o max_threads=N        at most N FUSE worker threads (libfuse's; default 10)\n"
       "  -o writeback_cache      let the kernel cache writes\n"
       "  -o io=sync              pread/pwrite instead of io_uring\n"
       "  -o fault_injection      testing: fail the image's I/O on command (MOUNTPOINT/.walfs/fault)\n"
-      "  -o trace_poll            poll(2) on .walfs/trace_pipe waits for events (costs every\n"
+      "  -o trace_poll           poll(2) on .walfs/trace_pipe waits for events (costs every\n"
       "                          io_uring read and write a FUSE round trip; see the README)\n"
       "  -o trace_wakeup=immediate|deferred, trace_delay_us=N, trace_recursion=safe|fast|context,\n"
       "     trace_buffer_kb=N    tracer options (also in MOUNTPOINT/.walfs/options/)\n"
@@ -174,9 +177,14 @@ int main(int argc, char** argv) {
   mo.logbufs = cfg.logbufs;
   mo.logbsize = cfg.logbsize;
   mo.io_uring = !cfg.sync_io;
-  if (cfg.commit < 1 || cfg.commit > 86400)
-    return Fail(fmt::format("commit={}: the interval is 1 to 86400 seconds", cfg.commit));
-  mo.commit_interval_s = cfg.commit;
+  if (cfg.commit != nullptr) {
+    const std::string_view v(cfg.commit);
+    unsigned seconds = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
+    if (v.empty() || ec != std::errc() || end != v.data() + v.size() || seconds > 86400)
+      return Fail(fmt::format("commit={}: the interval is 0 to 86400 seconds (0: no timed commits)", v));
+    mo.commit_interval_s = seconds;
+  }
   mo.fault_injection = cfg.fault_injection != 0;
   if (cfg.wake) {
     auto m = walfs::journal::ParseWakeMode(cfg.wake);

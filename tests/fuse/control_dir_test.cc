@@ -55,13 +55,7 @@ class ControlDir : public MountedFs {
     EXPECT_SYS(access((ctl_ + "/stats").c_str(), R_OK));
   }
   // Writes `value` to a control file.
-  void Put(const std::string& rel, const std::string& value) {
-    const int fd = open((ctl_ + "/" + rel).c_str(), O_WRONLY | O_TRUNC);
-    ASSERT_SYS(fd) << rel;
-    EXPECT_EQ(write(fd, value.data(), value.size()), static_cast<ssize_t>(value.size()))
-        << rel << ": " << strerrorname_np(errno);
-    close(fd);
-  }
+  void Put(const std::string& rel, const std::string& value) { PutControl(Root(), rel, value); }
   void Activity(int n) {
     for (int i = 0; i < n; ++i) {
       const std::string p = Path("act" + std::to_string(i));

@@ -466,6 +466,27 @@ void WriteFile(const std::string& path, std::string_view data, int mode) {
   ASSERT_SYS(close(fd));
 }
 
+void PutControl(const std::string& root, const std::string& rel, std::string_view value) {
+  const std::string path = root + "/.walfs/" + rel;
+  const int fd = open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  ASSERT_SYS(fd) << path;
+  EXPECT_EQ(write(fd, value.data(), value.size()), static_cast<ssize_t>(value.size()))
+      << path << ": " << strerrorname_np(errno);
+  close(fd);
+}
+
+long long StatValue(const std::string& root, const std::string& key) {
+  return StatIn(ReadFile(root + "/.walfs/stats"), key);
+}
+
+long long StatIn(const std::string& stats_text, const std::string& key) {
+  const std::string text = "\n" + stats_text;
+  const std::string needle = "\n" + key + " ";
+  const std::size_t at = text.find(needle);
+  if (at == std::string::npos) return -1;
+  return std::strtoll(text.c_str() + at + needle.size(), nullptr, 10);
+}
+
 std::string ReadFile(const std::string& path) {
   std::string out;
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -200,6 +200,13 @@ std::string Slurp(const std::string& path);
 void WriteFile(const std::string& path, std::string_view data, int mode = 0644);
 std::string ReadFile(const std::string& path);
 ino_t InodeOf(const std::string& path);  // lstat
+// Walfs's control directory ROOT/.walfs: writes `value` to the file `rel`
+// (as `echo -n value > rel`), and reads the number on a `key value` line
+// of its stats (-1 when the line is missing); StatIn reads it from one
+// snapshot of the stats text, for several values read together.
+void PutControl(const std::string& root, const std::string& rel, std::string_view value);
+long long StatValue(const std::string& root, const std::string& key);
+long long StatIn(const std::string& stats_text, const std::string& key);
 // Every name in a directory except "." and "..", in readdir order.
 std::vector<std::string> ListDir(const std::string& path);
 

@@ -28,20 +28,6 @@ namespace {
 constexpr int kReads = 64;
 constexpr std::size_t kBlock = 4096;
 
-// The value of `key` in .walfs/stats, or -1 if the line is missing.
-long long Stat(const std::string& root, const std::string& key) {
-  const std::string text = ReadFile(root + "/.walfs/stats");
-  const std::string needle = key + " ";
-  for (std::size_t at = 0; at < text.size();) {
-    std::size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    if (text.compare(at, needle.size(), needle) == 0)
-      return std::strtoll(text.c_str() + at + needle.size(), nullptr, 10);
-    at = end + 1;
-  }
-  return -1;
-}
-
 // Reads the first kReads blocks of `path` through io_uring (O_DIRECT), one
 // at a time.  "" on success, else what failed; `skip` is set when this
 // machine has no io_uring.
@@ -87,12 +73,7 @@ class PollFixture : public MountedFs {
     WALFS_REQUIRE_WALFS();
     ctl_ = Root() + "/.walfs";
   }
-  void Put(const std::string& rel, const std::string& value) {
-    const int fd = open((ctl_ + "/" + rel).c_str(), O_WRONLY | O_TRUNC);
-    ASSERT_SYS(fd) << rel;
-    EXPECT_EQ(write(fd, value.data(), value.size()), static_cast<ssize_t>(value.size())) << rel;
-    close(fd);
-  }
+  void Put(const std::string& rel, const std::string& value) { PutControl(Root(), rel, value); }
   // A file of kReads blocks to read back.
   std::string DataFile() {
     const std::string p = Path("data");
@@ -118,7 +99,9 @@ TEST_F(DefaultPoll, IoUringReadsAskTheDaemonToPollAtMostOnceAMount) {
   const std::string error = IoUringReads(file, &skip);
   if (skip) GTEST_SKIP() << error;
   ASSERT_EQ(error, "");
-  EXPECT_LE(Stat(Root(), "fuse_polls"), 1) << "the kernel should stop asking after the first ENOSYS";
+  const long long polls = StatValue(Root(), "fuse_polls");
+  ASSERT_GE(polls, 0) << "no fuse_polls line in .walfs/stats";
+  EXPECT_LE(polls, 1) << "the kernel should stop asking after the first ENOSYS";
 }
 
 TEST_F(DefaultPoll, PollOnTracePipeReportsItReadableAtOnce) {
@@ -133,7 +116,9 @@ TEST_F(DefaultPoll, PollOnTracePipeReportsItReadableAtOnce) {
   EXPECT_EQ(read(fd, buf, sizeof buf), -1) << "nothing to read: the report is the kernel's default";
   EXPECT_EQ(errno, EAGAIN) << strerrorname_np(errno);
   close(fd);
-  EXPECT_LE(Stat(Root(), "fuse_polls"), 1);
+  const long long polls = StatValue(Root(), "fuse_polls");
+  ASSERT_GE(polls, 0) << "no fuse_polls line in .walfs/stats";
+  EXPECT_LE(polls, 1);
 }
 
 TEST_F(TracePoll, PollOnTracePipeWaitsForEventsThenReportsThemReadable) {
@@ -175,13 +160,13 @@ TEST_F(TracePoll, PollOnTracePipeWaitsForEventsThenReportsThemReadable) {
 // before trying it without blocking, every read is a FUSE_POLL request too.
 TEST_F(TracePoll, EveryIoUringReadIsAlsoAPollRequest) {
   const std::string file = DataFile();
-  const long long before = Stat(Root(), "fuse_polls");
+  const long long before = StatValue(Root(), "fuse_polls");
   ASSERT_GE(before, 0) << "no fuse_polls line in .walfs/stats";
   bool skip = false;
   const std::string error = IoUringReads(file, &skip);
   if (skip) GTEST_SKIP() << error;
   ASSERT_EQ(error, "");
-  const long long polls = Stat(Root(), "fuse_polls") - before;
+  const long long polls = StatValue(Root(), "fuse_polls") - before;
   if (polls == 0) GTEST_SKIP() << "this kernel's io_uring does not poll FUSE files before I/O";
   EXPECT_GE(polls, kReads);
 }
