@@ -108,7 +108,7 @@ void Usage(const char* prog) {
       "  -o logbsize=BYTES       log buffer size, 16384..57856 (default 32768)\n"
       "  -o commit=SECONDS       changes start to reach the log at most this long after they are\n"
       "                          made, fsynced or not: what a crash can lose (0..86400, default\n"
-      "                          30; 0: only fsync, a full log buffer or unmount write them)\n"
+      "                          30; 0: only an fsync, unmount or a CIL of 1/8 of the log do)\n"
       "  -o threads=N            FUSE worker threads kept idle (default: libfuse's 10)\n"
       "  -o max_threads=N        at most N FUSE worker threads (libfuse's; default 10)\n"
       "  -o writeback_cache      let the kernel cache writes\n"
