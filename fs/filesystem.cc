@@ -221,13 +221,7 @@ Status Filesystem::Start() {
   std::vector<std::byte> b(format::kSuperSize);
   WALFS_RETURN_IF_ERROR(device_->Read(0, b.data(), b.size()));
   WALFS_ASSIGN_OR_RETURN(sb_, format::DecodeSuperblock(b, device_->size_bytes()));
-  journal::LogOptions lo;
-  lo.device = device_;
-  lo.log_offset = sb_.log_offset();
-  lo.log_sectors = sb_.log_sectors();
-  lo.geometry = ReservationGeometryFor(sb_.block_size);
-  lo.seal = format::SealMetadataBlock;
-  lo.stamp_valid = format::BlockStampValid;
+  journal::LogOptions lo = LogOptionsFor(device_, sb_);
   lo.wake_mode = options_.wake_mode;
   lo.iclog_count = options_.logbufs;
   lo.iclog_bytes = options_.logbsize;

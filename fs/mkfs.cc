@@ -12,6 +12,7 @@
 
 #include "fs/format/ag_format.h"
 #include "fs/format/block_header.h"
+#include "fs/format/block_types.h"
 #include "fs/format/inode_format.h"
 #include "journal/log_format.h"
 #include "journal/log_writer.h"
@@ -42,6 +43,17 @@ journal::ReservationGeometry ReservationGeometryFor(std::uint32_t block_size) {
   g.block_size = static_cast<std::int32_t>(block_size);
   g.inode_size = static_cast<std::int32_t>(format::kInodeSize);
   return g;
+}
+
+journal::LogOptions LogOptionsFor(BlockDevice* device, const format::Superblock& sb) {
+  journal::LogOptions lo;
+  lo.device = device;
+  lo.log_offset = sb.log_offset();
+  lo.log_sectors = sb.log_sectors();
+  lo.geometry = ReservationGeometryFor(sb.block_size);
+  lo.seal = format::SealMetadataBlock;
+  lo.stamp_valid = format::BlockStampValid;
+  return lo;
 }
 
 std::uint64_t MinLogBytes(std::uint32_t block_size) {

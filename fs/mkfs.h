@@ -13,6 +13,7 @@
 #include "base/block_device.h"
 #include "base/status.h"
 #include "fs/format/superblock_format.h"
+#include "journal/log.h"
 #include "journal/reservation.h"
 
 namespace walfs::fs {
@@ -31,6 +32,10 @@ struct MkfsOptions {
 // The reservation geometry of a filesystem with this block size (the same
 // table the mount uses, so mkfs and mount agree on the minimum log).
 journal::ReservationGeometry ReservationGeometryFor(std::uint32_t block_size);
+// The log options every opener of `sb`'s log on `device` starts from (the
+// mount adds its own: wake mode, log buffers, the timed push): where the log
+// is, its reservation geometry, and how replay seals and trusts blocks.
+journal::LogOptions LogOptionsFor(BlockDevice* device, const format::Superblock& sb);
 // The smallest log, in bytes, a filesystem with this block size accepts:
 // 3 x the largest reservation (XFS's rule) plus the sliver the log never
 // grants, and room for the default in-core log buffers.

@@ -22,19 +22,6 @@
 
 namespace walfs::fs::testing {
 
-// The log options a mount of `sb` on `dev` opens its log with (recovery
-// on, the default in-core log buffers).
-inline journal::LogOptions LogOptionsFor(BlockDevice* dev, const format::Superblock& sb) {
-  journal::LogOptions lo;
-  lo.device = dev;
-  lo.log_offset = sb.log_offset();
-  lo.log_sectors = sb.log_sectors();
-  lo.geometry = ReservationGeometryFor(sb.block_size);
-  lo.seal = format::SealMetadataBlock;
-  lo.stamp_valid = format::BlockStampValid;
-  return lo;
-}
-
 // Every problem fsck reported, a line each (for assertion messages).
 inline std::string FsckProblems(const FsckReport& r) {
   std::string s;

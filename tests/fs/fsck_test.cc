@@ -223,7 +223,7 @@ TEST(FsckReplay, ADirtyLogIsReplayedAndTheReplayedBlocksVerify) {
   ASSERT_TRUE(made.ok());
   const format::Superblock sb = *made;
   {
-    auto log = journal::Log::Open(testing::LogOptionsFor(&dev, sb));
+    auto log = journal::Log::Open(LogOptionsFor(&dev, sb));
     ASSERT_TRUE(log.ok()) << log.status().ToString();
     auto item = std::make_unique<journal::BufLogItem>(journal::BufLogItemOptions{
         .device = &dev,
