@@ -393,7 +393,11 @@ void ControlDir::InterruptReaders() {
 std::string ControlDir::Render(const Handle& h) const {
   tracing::Catalogue& cat = tracing::Catalogue::Get();
   switch (h.kind) {
-    case Kind::kReadme: return std::string(kControlReadme);
+    case Kind::kReadme: {
+      std::string text(kControlReadmeFiles);
+      for (const Sources::File& f : src_.files) text += fmt::format("  {:<20}{}\n", f.name, f.help);
+      return fmt::format("{}\n{}", text, kControlReadmeExample);
+    }
     case Kind::kStats:
       return StatsText(src_.stats ? src_.stats() : std::string(), src_.tracer->Stats(),
                        cat.tracing_on());

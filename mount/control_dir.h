@@ -69,6 +69,7 @@ class ControlDir {
       std::function<std::string()> read;                // required
       std::function<Status(std::string_view)> write;    // none: the file is read-only
       bool snapshot = true;  // the text is taken at open (else again at every read from 0)
+      std::string help;      // its line in README
     };
     std::vector<File> files;
   };

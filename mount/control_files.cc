@@ -17,7 +17,7 @@
 
 namespace walfs::mount {
 
-const std::string_view kControlReadme =
+const std::string_view kControlReadmeFiles =
     "walfs control directory (tracefs-like).  Every file is read whole and\n"
     "written whole; sizes show as 0.\n"
     "\n"
@@ -39,9 +39,9 @@ const std::string_view kControlReadme =
     "  options/overwrite          1 = flight recorder, 0 = discard when full\n"
     "  options/buffer_size_kb     per-thread ring size\n"
     "  options/trace_clock        [current] and available clocks; write a name\n"
-    "  options/grant_wake         inline | waking | wakeq (log-space waiter wakeups)\n"
-    "\n"
-    "  echo 1 > events/journal/enable; cat trace_pipe\n";
+    "  options/grant_wake         inline | waking | wakeq (log-space waiter wakeups)\n";
+
+const std::string_view kControlReadmeExample = "  echo 1 > events/journal/enable; cat trace_pipe\n";
 
 std::string_view TrimValue(std::string_view s) {
   constexpr std::string_view kBlank = " \t\n";

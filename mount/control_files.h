@@ -50,8 +50,10 @@ inline constexpr ControlOptionFile kTracerOptionFiles[] = {
 };
 inline constexpr std::string_view kGrantWakeFile = "grant_wake";
 
-// README.
-extern const std::string_view kControlReadme;
+// README: the fixed files' lines, then one line per Sources::File (name and
+// help), then the example.
+extern const std::string_view kControlReadmeFiles;
+extern const std::string_view kControlReadmeExample;
 
 // Without leading and trailing blanks, tabs and newlines.
 std::string_view TrimValue(std::string_view s);

@@ -19,6 +19,7 @@
 #include "base/messages.h"
 #include "journal/wake_mode.h"
 #include "mount/fuse_events.h"
+#include "mount/fuse_reply.h"
 #include "tracing/tracer.h"
 
 namespace walfs::mount {
@@ -26,43 +27,6 @@ namespace walfs::mount {
 namespace {
 
 FuseServer* Server(fuse_req_t req) { return static_cast<FuseServer*>(fuse_req_userdata(req)); }
-
-int ErrnoOf(const Status& s) {
-  const int e = s.ToErrno();
-  return e > 0 ? e : EIO;
-}
-
-// Errors that mean the filesystem is damaged or failing go to the message
-// log (which keeps a run of one message as a count); the expected ones
-// (ENOENT, EEXIST, ENODATA, ...: kInternal carries the errnos no other code
-// names) are the caller's business.
-void LogSerious(const Status& s) {
-  switch (s.code()) {
-    case StatusCode::kCorruption:
-    case StatusCode::kShutdown:
-    case StatusCode::kIoError:
-      Message(Severity::kError, "{}", s.ToString());
-      return;
-    default:
-      return;
-  }
-}
-
-void FailErrno(fuse_req_t req, int err) {
-  SetRepliedErrno(err);
-  fuse_reply_err(req, err);
-}
-
-void ReplyErr(fuse_req_t req, const Status& s);
-void ReplyStatus(fuse_req_t req, const Status& s) {
-  if (s.ok()) return (void)fuse_reply_err(req, 0);
-  ReplyErr(req, s);
-}
-
-void ReplyErr(fuse_req_t req, const Status& s) {
-  LogSerious(s);
-  FailErrno(req, ErrnoOf(s));
-}
 
 bool IsReservedName(fuse_ino_t parent, const char* name) {
   return parent == FUSE_ROOT_ID && ControlDir::kName == name;
@@ -83,13 +47,8 @@ struct stat ControlStat(const ControlDir::Attr& a) {
 }
 
 fuse_entry_param Entry(FuseServer* s, struct stat st) {
-  fuse_entry_param e{};
   st.st_ino = s->ToFuse(st.st_ino);
-  e.ino = st.st_ino;
-  e.attr = st;
-  e.attr_timeout = s->options().attr_timeout;
-  e.entry_timeout = s->options().entry_timeout;
-  return e;
+  return s->options().Entry(st);
 }
 
 void ReplyEntry(fuse_req_t req, const Result<struct stat>& r) {
@@ -117,11 +76,7 @@ void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) {
     Result<ControlDir::Attr> a = s->control().Lookup(parent, name);
     if (!a.ok()) return ReplyErr(req, a.status());
-    fuse_entry_param e{};
-    e.ino = a->ino;
-    e.attr = ControlStat(*a);
-    e.attr_timeout = 0;
-    e.entry_timeout = 0;
+    const fuse_entry_param e = KernelPolicy::UncachedEntry(ControlStat(*a));
     return (void)fuse_reply_entry(req, &e);
   }
   ReplyEntry(req, s->fs()->Lookup(s->ToFs(parent), name));
@@ -308,7 +263,7 @@ void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0)
 
 void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (ControlDir::IsControlIno(ino)) {
-    Server(req)->ForgetPolls(fi->fh);
+    Server(req)->polls().Forget(fi->fh);
     Server(req)->control().Release(fi->fh);
   }
   fuse_reply_err(req, 0);
@@ -375,7 +330,7 @@ void Poll(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, fuse_pollhandle* p
     if (readable)
       fuse_pollhandle_destroy(ph);
     else
-      s->WatchPoll(fi->fh, ph);  // notified when data arrives
+      s->polls().Watch(fi->fh, ph);  // notified when data arrives
   }
   fuse_reply_poll(req, events);
 }
@@ -391,18 +346,26 @@ void OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   fuse_reply_open(req, fi);
 }
 
-void ControlReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off) {
+// A control directory, listed from entry `off` on (its cookies are entry
+// indexes + 1).  readdirplus entries carry their attributes, uncached.
+void ControlReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
   FuseServer* s = Server(req);
   Result<std::vector<ControlDir::DirEntry>> es = s->control().ReadDir(ino);
   if (!es.ok()) return ReplyErr(req, es.status());
   std::vector<char> buf(size);
   size_t used = 0;
   for (size_t i = static_cast<size_t>(off); i < es->size(); ++i) {
-    struct stat st = ControlStat((*es)[i].attr);
-    if ((*es)[i].name == "..") st.st_ino = FUSE_ROOT_ID;
-    const size_t n = fuse_add_direntry(req, buf.data() + used, size - used, (*es)[i].name.c_str(), &st,
-                                       static_cast<off_t>(i + 1));
-    if (n > size - used) break;
+    const ControlDir::DirEntry& de = (*es)[i];
+    const struct stat st = ControlStat(de.attr);
+    const auto next = static_cast<off_t>(i + 1);
+    size_t n;
+    if (plus) {
+      const fuse_entry_param e = KernelPolicy::UncachedEntry(st);
+      n = fuse_add_direntry_plus(req, buf.data() + used, size - used, de.name.c_str(), &e, next);
+    } else {
+      n = fuse_add_direntry(req, buf.data() + used, size - used, de.name.c_str(), &st, next);
+    }
+    if (n > size - used) break;  // did not fit: nothing was added
     used += n;
   }
   fuse_reply_buf(req, buf.data(), used);
@@ -410,7 +373,7 @@ void ControlReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off) {
 
 void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
   FuseServer* s = Server(req);
-  if (ControlDir::IsControlIno(ino)) return ControlReadDir(req, ino, size, off);
+  if (ControlDir::IsControlIno(ino)) return ControlReadDir(req, ino, size, off, plus);
   // The entries that fit, listed under the directory's lock; for
   // readdirplus each is looked up after the listing let the lock go (a
   // lookup takes the same lock).
@@ -522,17 +485,7 @@ void RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
   ReplyStatus(req, st);
 }
 
-void Init(void* userdata, fuse_conn_info* conn) {
-  auto* s = static_cast<FuseServer*>(userdata);
-  if (s->options().writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
-    conn->want |= FUSE_CAP_WRITEBACK_CACHE;
-  // The kernel clears setuid/setgid on write, truncate and chown itself and
-  // tells walfs through setattr (walfs does not know the writer's
-  // capabilities, which decide it).
-  conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
-  if (conn->capable & FUSE_CAP_POSIX_LOCKS) conn->want &= ~FUSE_CAP_POSIX_LOCKS;  // the kernel's local locks
-  if (conn->capable & FUSE_CAP_FLOCK_LOCKS) conn->want &= ~FUSE_CAP_FLOCK_LOCKS;
-}
+void Init(void* userdata, fuse_conn_info* conn) { static_cast<FuseServer*>(userdata)->options().Negotiate(conn); }
 
 void Destroy(void* userdata) { static_cast<FuseServer*>(userdata)->control().InterruptReaders(); }
 
@@ -601,7 +554,8 @@ fuse_lowlevel_ops MakeOps() {
 
 }  // namespace
 
-FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options) : fs_(fs), options_(options) {
+FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options)
+    : fs_(fs), options_(options), polls_([this](std::uint64_t fh) { return control_->Readable(fh); }) {
   ControlDir::Sources src;
   src.tracer = &tracing::Tracer::Get();
   src.stats = [this, fs] {
@@ -613,7 +567,10 @@ FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options) : f
     return fs->SetWakeMode(m);
   };
   src.parent_ino = FUSE_ROOT_ID;
-  src.files.push_back({.name = "messages", .read = [] { return Messages::Get().Text(); }, .write = {}});
+  src.files.push_back({.name = "messages",
+                       .read = [] { return Messages::Get().Text(); },
+                       .write = {},
+                       .help = "the mount's kernel-style log: mount, recovery, errors, shutdown"});
   if (FaultDevice* dev = fs->fault_device()) {
     // The last command applied, for reads of the file.
     struct Last {
@@ -635,61 +592,13 @@ FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options) : f
                                last->command = std::string(command);
                                return Status::Ok();
                              },
-                         .snapshot = false});
+                         .snapshot = false,
+                         .help = "testing (-o fault_injection): fail the image's I/O; read: what is armed"});
   }
   control_ = std::make_unique<ControlDir>(std::move(src));
 }
 
 FuseServer::~FuseServer() { StopPolling(); }
-
-void FuseServer::StopPolling() {
-  {
-    std::lock_guard l(poll_mu_);
-    stopping_ = true;
-  }
-  poll_cv_.notify_all();
-  if (poll_thread_.joinable()) poll_thread_.join();
-  std::lock_guard l(poll_mu_);
-  for (auto& [handle, ph] : polls_) fuse_pollhandle_destroy(ph);
-  polls_.clear();
-}
-
-void FuseServer::WatchPoll(std::uint64_t handle, fuse_pollhandle* ph) {
-  std::lock_guard l(poll_mu_);
-  if (stopping_) {
-    fuse_pollhandle_destroy(ph);
-    return;
-  }
-  polls_.emplace_back(handle, ph);
-  if (!poll_thread_.joinable()) poll_thread_ = std::thread([this] { PollLoop(); });
-  poll_cv_.notify_all();
-}
-
-void FuseServer::ForgetPolls(std::uint64_t handle) {
-  std::lock_guard l(poll_mu_);
-  std::erase_if(polls_, [&](const auto& p) {
-    if (p.first != handle) return false;
-    fuse_pollhandle_destroy(p.second);
-    return true;
-  });
-}
-
-void FuseServer::PollLoop() {
-  std::unique_lock l(poll_mu_);
-  while (!stopping_) {
-    if (polls_.empty()) {
-      poll_cv_.wait(l);
-      continue;
-    }
-    poll_cv_.wait_for(l, std::chrono::milliseconds(kPollCheckMs));
-    std::erase_if(polls_, [&](const auto& p) {
-      if (!control_->Readable(p.first)) return false;
-      fuse_lowlevel_notify_poll(p.second);  // the kernel polls again
-      fuse_pollhandle_destroy(p.second);
-      return true;
-    });
-  }
-}
 
 const fuse_lowlevel_ops& FuseServer::Operations() {
   static const fuse_lowlevel_ops ops = MakeOps();

@@ -12,32 +12,19 @@
 #include <fuse_lowlevel.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <thread>
-#include <utility>
-#include <vector>
 
 #include "fs/filesystem.h"
 #include "mount/control_dir.h"
+#include "mount/kernel_policy.h"
+#include "mount/poll_notifier.h"
 
 namespace walfs::mount {
 
-struct FuseServerOptions {
-  bool writeback_cache = false;
-  // Answer poll(2) on the control files, so that poll/select/epoll on
-  // .walfs/trace_pipe sleep until events arrive.  Off by default: the kernel
-  // then also asks the daemon before every io_uring read or write of every
-  // file (io_uring's nonblocking check polls a file without FMODE_NOWAIT),
-  // a synchronous round trip that made 4 KiB io_uring reads 4x slower.
-  // Off, the first poll request is refused with ENOSYS and the kernel stops
-  // asking: poll reports every walfs file readable and writable.
-  bool trace_poll = false;
-  double entry_timeout = 1.0;
-  double attr_timeout = 1.0;
-};
+// What the server lets the kernel cache and which requests it may skip
+// (mount/kernel_policy.h).
+using FuseServerOptions = KernelPolicy;
 
 class FuseServer {
  public:
@@ -51,13 +38,10 @@ class FuseServer {
   // FUSE_POLL requests received (the `fuse_polls` line of .walfs/stats).
   void CountPoll() { polls_received_.fetch_add(1, std::memory_order_relaxed); }
 
-  // poll(2) on a control file with nothing to read yet: the kernel is told
-  // (fuse_lowlevel_notify_poll) once there is, checked every kPollCheckMs.
-  void WatchPoll(std::uint64_t handle, fuse_pollhandle* ph);
-  void ForgetPolls(std::uint64_t handle);  // the handle is released
-  // Stops the notifier (before the session it notifies is destroyed).
-  void StopPolling();
-  static constexpr int kPollCheckMs = 20;
+  // poll(2) on control files with nothing to read yet (-o trace_poll).
+  PollNotifier& polls() { return polls_; }
+  // Stops the poll notifier (before the session it notifies is destroyed).
+  void StopPolling() { polls_.Stop(); }
 
   // FUSE inode <-> filesystem inode.
   std::uint64_t ToFs(fuse_ino_t ino) const { return ino == FUSE_ROOT_ID ? fs_->root() : ino; }
@@ -68,12 +52,7 @@ class FuseServer {
   const FuseServerOptions options_;
   std::atomic<std::uint64_t> polls_received_{0};
   std::unique_ptr<ControlDir> control_;
-  void PollLoop();
-  std::mutex poll_mu_;
-  std::condition_variable poll_cv_;
-  std::vector<std::pair<std::uint64_t, fuse_pollhandle*>> polls_;  // guarded by poll_mu_
-  bool stopping_ = false;                                          // guarded by poll_mu_
-  std::thread poll_thread_;
+  PollNotifier polls_;  // after control_: it asks control_ until stopped
 };
 
 }  // namespace walfs::mount

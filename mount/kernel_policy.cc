@@ -1,0 +1,33 @@
+#include "mount/kernel_policy.h"
+
+namespace walfs::mount {
+
+void KernelPolicy::Negotiate(fuse_conn_info* conn) const {
+  if (writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+  // The kernel clears setuid/setgid on write, truncate and chown itself and
+  // tells walfs through setattr (walfs does not know the writer's
+  // capabilities, which decide it).
+  conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+  // Byte-range and flock locks stay the kernel's own (local to this mount,
+  // which is the image's only user).
+  if (conn->capable & FUSE_CAP_POSIX_LOCKS) conn->want &= ~FUSE_CAP_POSIX_LOCKS;
+  if (conn->capable & FUSE_CAP_FLOCK_LOCKS) conn->want &= ~FUSE_CAP_FLOCK_LOCKS;
+}
+
+fuse_entry_param KernelPolicy::Entry(const struct stat& st) const {
+  fuse_entry_param e{};
+  e.ino = st.st_ino;
+  e.attr = st;
+  e.attr_timeout = attr_timeout;
+  e.entry_timeout = entry_timeout;
+  return e;
+}
+
+fuse_entry_param KernelPolicy::UncachedEntry(const struct stat& st) {
+  fuse_entry_param e{};
+  e.ino = st.st_ino;
+  e.attr = st;
+  return e;
+}
+
+}  // namespace walfs::mount
