@@ -36,7 +36,10 @@ StatusCode ClassifyErrno(int err) {
     case ENOENT: return StatusCode::kNotFound;
     case EEXIST: return StatusCode::kAlreadyExists;
     case ENOSPC: case EDQUOT: return StatusCode::kNoSpace;
-    case EIO: case ENXIO: case ENODEV: case EROFS: return StatusCode::kIoError;
+    case EIO: case ENODEV: return StatusCode::kIoError;
+    // POSIX answers, not failing hardware: ENXIO is lseek's "no data past
+    // this offset", EROFS a refusal to write; kInternal keeps the errno.
+    case ENXIO: case EROFS: return StatusCode::kInternal;
     case EUCLEAN: case EBADMSG: return StatusCode::kCorruption;
     case EOPNOTSUPP: return StatusCode::kNotSupported;
     case EAGAIN: return StatusCode::kWouldBlock;

@@ -29,6 +29,16 @@ TEST(Status, FromErrnoKeepsTheExactErrnoAndClassifies) {
   EXPECT_NE(s.ToString().find("write"), std::string::npos);
 }
 
+TEST(Status, PosixAnswersAreNotClassifiedAsIoErrors) {
+  for (int err : {ENXIO, EROFS}) {
+    Status s = Status::FromErrno(err, "lseek");
+    EXPECT_EQ(s.ToErrno(), err);
+    EXPECT_NE(s.code(), StatusCode::kIoError) << strerrorname_np(err);
+  }
+  EXPECT_EQ(Status::FromErrno(EIO, "pread").code(), StatusCode::kIoError);
+  EXPECT_EQ(Status::FromErrno(ENODEV, "pread").code(), StatusCode::kIoError);
+}
+
 TEST(Status, CopiesAreIndependent) {
   Status a = Status::Corruption("bad magic");
   Status b = a;
