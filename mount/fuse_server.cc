@@ -20,6 +20,7 @@
 #include "journal/wake_mode.h"
 #include "mount/fuse_events.h"
 #include "mount/fuse_reply.h"
+#include "mount/setid_kill.h"
 #include "tracing/tracer.h"
 
 namespace walfs::mount {
@@ -79,7 +80,13 @@ void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     const fuse_entry_param e = KernelPolicy::UncachedEntry(ControlStat(*a));
     return (void)fuse_reply_entry(req, &e);
   }
-  ReplyEntry(req, s->fs()->Lookup(s->ToFs(parent), name));
+  Result<struct stat> r = s->fs()->Lookup(s->ToFs(parent), name);
+  if (!r.ok() && r.status().ToErrno() == ENOENT && s->options().negative_timeout > 0) {
+    SetRepliedErrno(ENOENT);
+    const fuse_entry_param e = s->options().NegativeEntry();
+    return (void)fuse_reply_entry(req, &e);
+  }
+  ReplyEntry(req, r);
 }
 
 void Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
@@ -128,7 +135,20 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
   if (to_set & FUSE_SET_ATTR_ATIME_NOW) mask |= fs::kSetAtimeNow;
   if (to_set & FUSE_SET_ATTR_MTIME_NOW) mask |= fs::kSetMtimeNow;
   if (to_set & FUSE_SET_ATTR_CTIME) mask |= fs::kSetCtime;
-  ReplyAttr(req, s->fs()->SetAttr(s->ToFs(ino), *attr, mask));
+  const std::uint64_t fino = s->ToFs(ino);
+  if (s->session_io().killpriv_v2()) {  // mount/setid_kill.h: the kernel left it to walfs
+    if (SessionIo::KillSuidgid()) {
+      if (Result<bool> k = DropPrivileges(s->fs(), fino); !k.ok()) return ReplyErr(req, k.status());
+    }
+    if ((mask & (fs::kSetUid | fs::kSetGid)) && !(mask & fs::kSetMode)) {
+      Result<struct stat> cur = s->fs()->GetAttr(fino);
+      if (!cur.ok()) return ReplyErr(req, cur.status());
+      if (!S_ISDIR(cur->st_mode)) {
+        if (Result<bool> k = DropPrivileges(s->fs(), fino); !k.ok()) return ReplyErr(req, k.status());
+      }
+    }
+  }
+  ReplyAttr(req, s->fs()->SetAttr(fino, *attr, mask));
 }
 
 void Readlink(fuse_req_t req, fuse_ino_t ino) {
@@ -205,6 +225,11 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (S_ISDIR(st->st_mode)) return (void)FailErrno(req, EISDIR);
   // With FUSE_CAP_ATOMIC_O_TRUNC (libfuse's default) the kernel leaves
   // O_TRUNC to open.
+  if ((fi->flags & O_TRUNC) && SessionIo::KillSuidgid()) {
+    Result<bool> k = DropPrivileges(s->fs(), s->ToFs(ino));
+    if (!k.ok()) return ReplyErr(req, k.status());
+    if (*k) s->InvalidateAttr(ino);
+  }
   if ((fi->flags & O_TRUNC) && S_ISREG(st->st_mode) && st->st_size != 0) {
     struct stat attr {};
     Result<struct stat> t = s->fs()->SetAttr(s->ToFs(ino), attr, fs::kSetSize);
@@ -254,12 +279,19 @@ void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t o
     if (!n.ok()) return ReplyErr(req, n.status());
     return (void)fuse_reply_write(req, *n);
   }
+  if (SessionIo::KillSuidgid()) {
+    Result<bool> k = DropPrivileges(s->fs(), s->ToFs(ino));
+    if (!k.ok()) return ReplyErr(req, k.status());
+    if (*k) s->InvalidateAttr(ino);  // the WRITE reply carries no mode
+  }
   Result<std::size_t> n = s->fs()->Write(s->ToFs(ino), static_cast<std::uint64_t>(off), buf, size);
   if (!n.ok()) return ReplyErr(req, n.status());
   fuse_reply_write(req, *n);
 }
 
-void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+void Flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) {
+  fuse_reply_err(req, Server(req)->options().skip_flush ? ENOSYS : 0);  // ENOSYS: the kernel stops asking
+}
 
 void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (ControlDir::IsControlIno(ino)) {
@@ -339,6 +371,7 @@ void Poll(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, fuse_pollhandle* p
 
 void OpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   FuseServer* s = Server(req);
+  if (s->options().skip_opendir) return (void)fuse_reply_err(req, ENOSYS);  // the kernel stops asking
   if (ControlDir::IsControlIno(ino)) return (void)fuse_reply_open(req, fi);
   Result<struct stat> st = s->fs()->GetAttr(s->ToFs(ino));
   if (!st.ok()) return ReplyErr(req, st.status());
@@ -555,11 +588,15 @@ fuse_lowlevel_ops MakeOps() {
 }  // namespace
 
 FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options)
-    : fs_(fs), options_(options), polls_([this](std::uint64_t fh) { return control_->Readable(fh); }) {
+    : fs_(fs),
+      options_(options),
+      session_io_({.killpriv_v2 = options.killpriv_v2}),
+      polls_([this](std::uint64_t fh) { return control_->Readable(fh); }) {
   ControlDir::Sources src;
   src.tracer = &tracing::Tracer::Get();
   src.stats = [this, fs] {
-    return fs->StatsText() + fmt::format("fuse_polls {}\n", polls_received_.load(std::memory_order_relaxed));
+    return fs->StatsText() + session_io_.StatsText() +
+           fmt::format("fuse_polls {}\n", polls_received_.load(std::memory_order_relaxed));
   };
   src.get_grant_wake = [fs] { return std::string(journal::WakeModeName(fs->wake_mode())); };
   src.set_grant_wake = [fs](std::string_view v) -> Status {
@@ -599,6 +636,15 @@ FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options)
 }
 
 FuseServer::~FuseServer() { StopPolling(); }
+
+void FuseServer::InvalidateAttr(fuse_ino_t ino) {
+  fuse_session* se = session_.load(std::memory_order_acquire);
+  if (se == nullptr) return;
+  // off < 0: the attributes only, no page cache; the kernel takes no inode
+  // lock for it, so a handler may send it before it replies.
+  const int rc = fuse_lowlevel_notify_inval_inode(se, ino, -1, 0);
+  if (rc != 0 && rc != -ENOENT) Message(Severity::kWarning, "attribute invalidation of inode {}: {}", ino, strerror(-rc));
+}
 
 const fuse_lowlevel_ops& FuseServer::Operations() {
   static const fuse_lowlevel_ops ops = MakeOps();

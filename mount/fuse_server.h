@@ -19,6 +19,7 @@
 #include "mount/control_dir.h"
 #include "mount/kernel_policy.h"
 #include "mount/poll_notifier.h"
+#include "mount/session_io.h"
 
 namespace walfs::mount {
 
@@ -38,6 +39,12 @@ class FuseServer {
   // FUSE_POLL requests received (the `fuse_polls` line of .walfs/stats).
   void CountPoll() { polls_received_.fetch_add(1, std::memory_order_relaxed); }
 
+  // The session the server answers (for notifications); set once it exists.
+  void SetSession(fuse_session* se) { session_.store(se, std::memory_order_release); }
+  // Tells the kernel to drop its cached attributes of `ino`.
+  void InvalidateAttr(fuse_ino_t ino);
+  // The session's raw I/O: request accounting, KILLPRIV_V2 (SessionIo::Attach).
+  SessionIo& session_io() { return session_io_; }
   // poll(2) on control files with nothing to read yet (-o trace_poll).
   PollNotifier& polls() { return polls_; }
   // Stops the poll notifier (before the session it notifies is destroyed).
@@ -51,6 +58,8 @@ class FuseServer {
   fs::Filesystem* const fs_;
   const FuseServerOptions options_;
   std::atomic<std::uint64_t> polls_received_{0};
+  std::atomic<fuse_session*> session_{nullptr};
+  SessionIo session_io_;
   std::unique_ptr<ControlDir> control_;
   PollNotifier polls_;  // after control_: it asks control_ until stopped
 };

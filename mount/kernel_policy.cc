@@ -4,6 +4,9 @@ namespace walfs::mount {
 
 void KernelPolicy::Negotiate(fuse_conn_info* conn) const {
   if (writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+  // Requests arrive through read(2) on /dev/fuse, where SessionIo sees them
+  // (splice would bypass it; libfuse only splices for a write_buf handler).
+  conn->want &= ~FUSE_CAP_SPLICE_READ;
   // The kernel clears setuid/setgid on write, truncate and chown itself and
   // tells walfs through setattr (walfs does not know the writer's
   // capabilities, which decide it).
@@ -20,6 +23,12 @@ fuse_entry_param KernelPolicy::Entry(const struct stat& st) const {
   e.attr = st;
   e.attr_timeout = attr_timeout;
   e.entry_timeout = entry_timeout;
+  return e;
+}
+
+fuse_entry_param KernelPolicy::NegativeEntry() const {
+  fuse_entry_param e{};  // ino 0: the kernel keeps a negative dentry
+  e.entry_timeout = negative_timeout;
   return e;
 }
 

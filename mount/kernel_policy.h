@@ -29,10 +29,29 @@ struct KernelPolicy {
   // Off, the first poll request is refused with ENOSYS and the kernel stops
   // asking: poll reports every walfs file readable and writable.
   bool trace_poll = false;
+  // Take over clearing setuid/setgid from the kernel (FUSE_HANDLE_KILLPRIV_V2,
+  // through SessionIo): the kernel stops asking for security.capability
+  // before writes and for the attributes before each chown.
+  bool killpriv_v2 = true;
+  // FLUSH (every close(2)) is refused with ENOSYS and the kernel stops
+  // sending it: walfs keeps no per-open state a close could end, and the
+  // kernel still writes its cached pages back before close returns.
+  bool skip_flush = true;
+  // OPENDIR is refused with ENOSYS and the kernel stops sending it and
+  // RELEASEDIR: a walfs directory needs no open state (readdir cookies are
+  // stable offsets), and the kernel then caches readdir results, dropping
+  // them when it changes the directory itself (walfs is the only writer).
+  bool skip_opendir = true;
   // How long the kernel may keep a name -> inode binding and an inode's
-  // attributes without asking again, in seconds.
-  double entry_timeout = 1.0;
-  double attr_timeout = 1.0;
+  // attributes without asking again, in seconds.  Long: the kernel makes
+  // every change itself and updates or invalidates what it cached (and walfs
+  // invalidates what it changes on its own: set-id bits cleared by a WRITE).
+  double entry_timeout = 86400;
+  double attr_timeout = 86400;
+  // How long a name that does not exist stays known not to exist (a
+  // negative dentry): a create in that directory replaces it.  0: the kernel
+  // asks again every time (create after lookup, `make`'s stat storms).
+  double negative_timeout = 86400;
 
   // The INIT answer: which of the kernel's offered capabilities walfs wants.
   void Negotiate(fuse_conn_info* conn) const;
@@ -40,6 +59,8 @@ struct KernelPolicy {
   // A reply for a name that now refers to `st` (st.st_ino already the
   // kernel's inode number).
   fuse_entry_param Entry(const struct stat& st) const;
+  // The reply for a name that does not exist.
+  fuse_entry_param NegativeEntry() const;
   // A control-directory entry: never cached (its files change on their own).
   static fuse_entry_param UncachedEntry(const struct stat& st);
 };

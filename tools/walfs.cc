@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -52,6 +53,13 @@ struct Config {
   unsigned trace_delay_us = 0;
   char* trace_recursion = nullptr;
   unsigned trace_buffer_kb = 0;
+  // What the kernel may cache and skip (mount/kernel_policy.h).
+  char* attr_timeout = nullptr;
+  char* entry_timeout = nullptr;
+  char* negative_timeout = nullptr;
+  int flush_requests = 0;
+  int opendir_requests = 0;
+  int no_killpriv_v2 = 0;
   int help = 0;
 
   Config() = default;
@@ -59,7 +67,8 @@ struct Config {
   Config& operator=(const Config&) = delete;
   // fuse_opt_parse strdup()s every string option.
   ~Config() {
-    for (char* p : {image, wake, commit, trace_wakeup, trace_recursion}) free(p);
+    for (char* p : {image, wake, commit, trace_wakeup, trace_recursion, attr_timeout, entry_timeout, negative_timeout})
+      free(p);
   }
 };
 
@@ -79,6 +88,12 @@ const fuse_opt kOptions[] = {
     WALFS_OPT("trace_delay_us=%u", trace_delay_us),
     WALFS_OPT("trace_recursion=%s", trace_recursion),
     WALFS_OPT("trace_buffer_kb=%u", trace_buffer_kb),
+    WALFS_OPT("attr_timeout=%s", attr_timeout),
+    WALFS_OPT("entry_timeout=%s", entry_timeout),
+    WALFS_OPT("negative_timeout=%s", negative_timeout),
+    WALFS_OPT("flush_requests", flush_requests),
+    WALFS_OPT("opendir_requests", opendir_requests),
+    WALFS_OPT("nokillpriv_v2", no_killpriv_v2),
     WALFS_OPT("-h", help),
     WALFS_OPT("--help", help),
     FUSE_OPT_END,
@@ -113,6 +128,12 @@ void Usage(const char* prog) {
       "  -o max_threads=N        at most N FUSE worker threads (libfuse's; default 10)\n"
       "  -o writeback_cache      let the kernel cache writes\n"
       "  -o io=sync              pread/pwrite instead of io_uring\n"
+      "  -o attr_timeout=S, entry_timeout=S, negative_timeout=S\n"
+      "                          how long the kernel may cache attributes, names and names that\n"
+      "                          do not exist (0..31536000 seconds, default 86400 each)\n"
+      "  -o flush_requests, opendir_requests, nokillpriv_v2\n"
+      "                          let the kernel send FLUSH on close / OPENDIR, or clear set-id\n"
+      "                          bits itself (default: it need not; docs/fuse_policy.md)\n"
       "  -o fault_injection      testing: fail the image's I/O on command (MOUNTPOINT/.walfs/fault)\n"
       "  -o trace_poll           poll(2) on .walfs/trace_pipe waits for events (costs every\n"
       "                          io_uring read and write a FUSE round trip; see the README)\n"
@@ -125,6 +146,18 @@ void Usage(const char* prog) {
 int Fail(const std::string& msg) {
   fmt::print(stderr, "walfs: {}\n", msg);
   return 1;
+}
+
+// A cache timeout option's seconds: a number from 0 to a year.
+bool ParseTimeout(const char* text, double* out) {
+  if (text == nullptr) return true;
+  const std::string_view v(text);
+  double seconds = -1;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
+  if (v.empty() || ec != std::errc() || end != v.data() + v.size() || !(seconds >= 0 && seconds <= 31'536'000))
+    return false;
+  *out = seconds;
+  return true;
 }
 
 }  // namespace
@@ -190,6 +223,18 @@ int main(int argc, char** argv) {
     auto m = walfs::journal::ParseWakeMode(cfg.wake);
     if (!m.ok()) return Fail(fmt::format("wake={}: {}", cfg.wake, m.status().message()));
     mo.wake_mode = *m;
+  }
+  walfs::mount::KernelPolicy policy;
+  policy.writeback_cache = cfg.writeback_cache != 0;
+  policy.trace_poll = cfg.trace_poll != 0;
+  policy.skip_flush = cfg.flush_requests == 0;
+  policy.skip_opendir = cfg.opendir_requests == 0;
+  policy.killpriv_v2 = cfg.no_killpriv_v2 == 0;
+  for (auto [name, text, field] : {std::tuple{"attr_timeout", cfg.attr_timeout, &policy.attr_timeout},
+                                   std::tuple{"entry_timeout", cfg.entry_timeout, &policy.entry_timeout},
+                                   std::tuple{"negative_timeout", cfg.negative_timeout, &policy.negative_timeout}}) {
+    if (!ParseTimeout(text, field))
+      return Fail(fmt::format("{}={}: a cache timeout is 0 to 31536000 seconds", name, text));
   }
   // Tracer options are checked now and applied after the fork (the tracer
   // may start threads).
@@ -261,7 +306,7 @@ int main(int argc, char** argv) {
   if (!fs.ok()) return report_and_exit(fmt::format("{}: {}", cfg.image, fs.status().ToString()));
   if (cmd.foreground) fmt::print(stderr, "walfs: {}: {}\n", cfg.image, (*fs)->Describe());
 
-  walfs::mount::FuseServer server(fs->get(), {.writeback_cache = cfg.writeback_cache != 0, .trace_poll = cfg.trace_poll != 0});
+  walfs::mount::FuseServer server(fs->get(), policy);
   fuse_session* se = fuse_session_new(&args, &walfs::mount::FuseServer::Operations(),
                                       sizeof(fuse_lowlevel_ops), &server);
   if (se == nullptr) {
@@ -278,6 +323,14 @@ int main(int argc, char** argv) {
     fuse_session_destroy(se);
     (void)(*fs)->Unmount();
     return report_and_exit(fmt::format("could not mount on {}", cmd.mountpoint));
+  }
+  server.SetSession(se);
+  if (walfs::Status io = walfs::mount::SessionIo::Attach(se); !io.ok()) {
+    fuse_session_unmount(se);
+    fuse_remove_signal_handlers(se);
+    fuse_session_destroy(se);
+    (void)(*fs)->Unmount();
+    return report_and_exit(fmt::format("could not take over the FUSE session's I/O: {}", io.message()));
   }
   if (report[1] >= 0) {
     (void)!write(report[1], "ok", 2);
@@ -300,6 +353,7 @@ int main(int argc, char** argv) {
   }
   server.control().InterruptReaders();
   server.StopPolling();  // it notifies through the session
+  server.SetSession(nullptr);
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);

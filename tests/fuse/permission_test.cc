@@ -137,5 +137,102 @@ TEST_F(Permission, RootNeedsSomeExecuteBitToExecute) {
   EXPECT_ERRNO(ENOENT, access(Path("missing").c_str(), F_OK));
 }
 
+// A version-2 file capability granting CAP_NET_RAW (linux/capability.h's
+// vfs_cap_data, little-endian): the kernel accepts only a well-formed one.
+std::string NetRawCapability() {
+  const std::uint32_t words[5] = {0x02000000u, 1u << 13, 0, 0, 0};
+  return std::string(reinterpret_cast<const char*>(words), sizeof words);
+}
+
+// FUSE_HANDLE_KILLPRIV_V2 leaves clearing set-id bits to walfs
+// (mount/setid_kill.h); what a kernel filesystem does must still happen, and
+// stat must show it at once (the kernel's cached mode is invalidated).
+TEST_F(Permission, AnotherUsersWriteClearsSetuidAndGroupExecutableSetgidAtOnce) {
+  WriteFile(Path("both"), "x");
+  ASSERT_SYS(chmod(Path("both").c_str(), 06777));
+  WriteFile(Path("lockmark"), "x");
+  ASSERT_SYS(chmod(Path("lockmark").c_str(), 02766));  // setgid without g+x: a locking mark, kept
+  struct stat st {};
+  ASSERT_SYS(stat(Path("both").c_str(), &st));  // the kernel caches the set-id mode
+  const std::string d = Path();
+  const std::string out = AsNobody([&](const std::function<void(std::string)>& fail) {
+    for (const char* f : {"both", "lockmark"}) {
+      const int fd = open((d + "/" + f).c_str(), O_WRONLY | O_APPEND);
+      Check(fail, "open for append", fd, 0);
+      Check(fail, "append", write(fd, "y", 1), 0);
+      close(fd);
+    }
+  });
+  EXPECT_EQ(out, "");
+  ASSERT_SYS(stat(Path("both").c_str(), &st));
+  EXPECT_EQ(st.st_mode & 07777, 0777u);
+  ASSERT_SYS(stat(Path("lockmark").c_str(), &st));
+  EXPECT_EQ(st.st_mode & 07777, 02766u);
+}
+
+TEST_F(Permission, AnotherUsersTruncateOrTruncatingOpenClearsSetuid) {
+  WriteFile(Path("t1"), "data");
+  WriteFile(Path("t2"), "data");
+  ASSERT_SYS(chmod(Path("t1").c_str(), 04777));
+  ASSERT_SYS(chmod(Path("t2").c_str(), 04777));
+  const std::string d = Path();
+  const std::string out = AsNobody([&](const std::function<void(std::string)>& fail) {
+    Check(fail, "truncate", truncate((d + "/t1").c_str(), 1), 0);
+    const int fd = open((d + "/t2").c_str(), O_WRONLY | O_TRUNC);
+    Check(fail, "open O_TRUNC", fd, 0);
+    close(fd);
+  });
+  EXPECT_EQ(out, "");
+  struct stat st {};
+  ASSERT_SYS(stat(Path("t1").c_str(), &st));
+  EXPECT_EQ(st.st_mode & 07777, 0777u);
+  ASSERT_SYS(stat(Path("t2").c_str(), &st));
+  EXPECT_EQ(st.st_mode & 07777, 0777u);
+  EXPECT_EQ(st.st_size, 0);
+}
+
+TEST_F(Permission, ChownClearsSetuidOfAFileEvenForRootButNotOfADirectory) {
+  WriteFile(Path("prog"), "x");
+  ASSERT_SYS(chmod(Path("prog").c_str(), 06755));
+  ASSERT_SYS(mkdir(Path("dir").c_str(), 0755));
+  ASSERT_SYS(chmod(Path("dir").c_str(), 02755));
+  ASSERT_SYS(chown(Path("prog").c_str(), kNobody, kNobody));
+  ASSERT_SYS(chown(Path("dir").c_str(), kNobody, kNobody));
+  struct stat st {};
+  ASSERT_SYS(stat(Path("prog").c_str(), &st));
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  ASSERT_SYS(stat(Path("dir").c_str(), &st));
+  EXPECT_EQ(st.st_mode & 07777, 02755u);
+}
+
+TEST_F(Permission, RootsWriteKeepsSetuid) {
+  WriteFile(Path("mine"), "x");
+  ASSERT_SYS(chmod(Path("mine").c_str(), 04755));
+  const int fd = open(Path("mine").c_str(), O_WRONLY | O_APPEND);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, "y", 1), 1);
+  close(fd);
+  struct stat st {};
+  ASSERT_SYS(stat(Path("mine").c_str(), &st));
+  EXPECT_EQ(st.st_mode & 07777, 04755u);
+}
+
+TEST_F(Permission, AnotherUsersWriteRemovesFileCapabilities) {
+  WriteFile(Path("capped"), "x");
+  ASSERT_SYS(chmod(Path("capped").c_str(), 0777));
+  const std::string cap = NetRawCapability();
+  ASSERT_SYS(setxattr(Path("capped").c_str(), "security.capability", cap.data(), cap.size(), 0));
+  const std::string d = Path();
+  const std::string out = AsNobody([&](const std::function<void(std::string)>& fail) {
+    const int fd = open((d + "/capped").c_str(), O_WRONLY | O_APPEND);
+    Check(fail, "open for append", fd, 0);
+    Check(fail, "append", write(fd, "y", 1), 0);
+    close(fd);
+  });
+  EXPECT_EQ(out, "");
+  char buf[64];
+  EXPECT_ERRNO(ENODATA, getxattr(Path("capped").c_str(), "security.capability", buf, sizeof buf));
+}
+
 }  // namespace
 }  // namespace walfs::testing

@@ -1,0 +1,151 @@
+#include "mount/session_io.h"
+
+#include <linux/fuse.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "base/clock.h"
+#include "mount/control_dir.h"
+#include "mount/fuse_server.h"
+
+namespace walfs::mount {
+
+namespace {
+
+// The request this thread read last and has not answered yet.
+struct Serving {
+  std::uint64_t unique = 0;
+  std::uint32_t slot = 0;
+  std::int64_t start_ns = 0;
+  bool kill_suidgid = false;
+};
+thread_local Serving serving;
+
+std::string_view OpcodeName(std::uint32_t op) {
+  static constexpr std::string_view kNames[] = {
+      "",          "lookup",    "forget",      "getattr",    "setattr",     "readlink",  "symlink",
+      "",          "mknod",     "mkdir",       "unlink",     "rmdir",       "rename",    "link",
+      "open",      "read",      "write",       "statfs",     "release",     "",          "fsync",
+      "setxattr",  "getxattr",  "listxattr",   "removexattr", "flush",      "init",      "opendir",
+      "readdir",   "releasedir", "fsyncdir",   "getlk",      "setlk",       "setlkw",    "access",
+      "create",    "interrupt", "bmap",        "destroy",    "ioctl",       "poll",      "notify_reply",
+      "batch_forget", "fallocate", "readdirplus", "rename2", "lseek",      "copy_file_range",
+      "setupmapping", "removemapping", "syncfs", "tmpfile"};
+  if (op < std::size(kNames) && !kNames[op].empty()) return kNames[op];
+  return "other";
+}
+
+template <typename T>
+const T* Arg(const void* buf, std::size_t len) {
+  if (len < sizeof(fuse_in_header) + sizeof(T)) return nullptr;
+  return reinterpret_cast<const T*>(static_cast<const char*>(buf) + sizeof(fuse_in_header));
+}
+
+// A request about /.walfs (its files, or the lookup of the name itself):
+// counted apart, so that reading the stats does not count itself.
+bool IsControlRequest(const fuse_in_header& in, const void* buf, std::size_t len) {
+  if (ControlDir::IsControlIno(in.nodeid)) return true;
+  if (in.opcode != FUSE_LOOKUP || in.nodeid != FUSE_ROOT_ID) return false;
+  const std::string_view name(static_cast<const char*>(buf) + sizeof in, len - sizeof in);
+  return name.substr(0, name.find('\0')) == ControlDir::kName;
+}
+
+SessionIo& Io(void* userdata) { return static_cast<FuseServer*>(userdata)->session_io(); }
+
+ssize_t ReadRequest(int fd, void* buf, size_t len, void* userdata) {
+  const ssize_t n = ::read(fd, buf, len);
+  if (n > 0) Io(userdata).Received(buf, static_cast<std::size_t>(n));
+  return n;
+}
+
+ssize_t WriteReply(int fd, struct iovec* iov, int count, void* userdata) {
+  Io(userdata).Replying(iov, count);
+  return ::writev(fd, iov, count);
+}
+
+}  // namespace
+
+Status SessionIo::Attach(fuse_session* se) {
+  static const fuse_custom_io kIo = {.writev = WriteReply, .read = ReadRequest,
+                                     .splice_receive = nullptr, .splice_send = nullptr};
+  const int rc = fuse_session_custom_io(se, &kIo, fuse_session_fd(se));
+  if (rc != 0) return Status::FromErrno(-rc, "fuse_session_custom_io");
+  return Status::Ok();
+}
+
+bool SessionIo::KillSuidgid() { return serving.kill_suidgid; }
+
+void SessionIo::Received(const void* buf, std::size_t len) {
+  if (len < sizeof(fuse_in_header)) return;
+  const auto* in = static_cast<const fuse_in_header*>(buf);
+  std::uint32_t slot = in->opcode < kOpcodeSlots ? in->opcode : kOpcodeSlots - 1;
+  if (IsControlRequest(*in, buf, len)) slot = kControlSlot;
+  ops_[slot].count.fetch_add(1, std::memory_order_relaxed);
+  bool kill = false;
+  switch (in->opcode) {
+    case FUSE_INIT:
+      if (const auto* a = Arg<fuse_init_in>(buf, len))
+        kernel_offers_killpriv_v2_.store((a->flags & FUSE_HANDLE_KILLPRIV_V2) != 0, std::memory_order_relaxed);
+      init_unique_.store(in->unique, std::memory_order_relaxed);
+      break;
+    case FUSE_WRITE:
+      if (const auto* a = Arg<fuse_write_in>(buf, len)) kill = (a->write_flags & FUSE_WRITE_KILL_SUIDGID) != 0;
+      break;
+    case FUSE_SETATTR:
+      if (const auto* a = Arg<fuse_setattr_in>(buf, len)) kill = (a->valid & FATTR_KILL_SUIDGID) != 0;
+      break;
+    case FUSE_OPEN:
+      if (const auto* a = Arg<fuse_open_in>(buf, len)) kill = (a->open_flags & FUSE_OPEN_KILL_SUIDGID) != 0;
+      break;
+    default:
+      break;
+  }
+  serving = Serving{.unique = in->unique, .slot = slot, .start_ns = MonotonicNanos(), .kill_suidgid = kill};
+}
+
+void SessionIo::Replying(struct iovec* iov, int count) {
+  if (count < 1 || iov[0].iov_len < sizeof(fuse_out_header)) return;
+  const auto* out = static_cast<const fuse_out_header*>(iov[0].iov_base);
+  if (out->unique == 0) return;  // a notification (poll), not a reply
+  if (out->unique == init_unique_.load(std::memory_order_relaxed) && out->error == 0 && count >= 2 &&
+      iov[1].iov_len >= offsetof(fuse_init_out, flags) + sizeof(std::uint32_t) && options_.killpriv_v2 &&
+      kernel_offers_killpriv_v2_.load(std::memory_order_relaxed)) {
+    // libfuse's INIT reply, still in its own buffer: add the flag it cannot set.
+    static_cast<fuse_init_out*>(iov[1].iov_base)->flags |= FUSE_HANDLE_KILLPRIV_V2;
+    killpriv_v2_.store(true, std::memory_order_relaxed);
+  }
+  if (out->unique == serving.unique) {
+    ops_[serving.slot].service_ns.Record(MonotonicNanos() - serving.start_ns);
+    serving.unique = 0;
+    serving.kill_suidgid = false;
+  }
+}
+
+std::string SessionIo::StatsText() const {
+  std::uint64_t total = 0;
+  std::string per_op;
+  for (std::uint32_t op = 0; op < kOpcodeSlots; ++op) {
+    const std::uint64_t n = ops_[op].count.load(std::memory_order_relaxed);
+    if (n == 0 || op == kControlSlot) continue;
+    total += n;
+    const Histogram& h = ops_[op].service_ns;
+    const std::string_view name = OpcodeName(op);
+    per_op += fmt::format("fuse_req_{} {}\n", name, n);
+    if (h.Count() == 0) continue;  // never answered (forget, batch_forget, interrupt)
+    per_op += fmt::format("fuse_req_{}_us_mean {:.1f}\nfuse_req_{}_us_p50 {:.1f}\nfuse_req_{}_us_p99 {:.1f}\n", name,
+                          h.Mean() / 1e3, name, static_cast<double>(h.Percentile(0.5)) / 1e3, name,
+                          static_cast<double>(h.Percentile(0.99)) / 1e3);
+  }
+  const std::int64_t cpu_us = ProcessCpuNanos() / 1000;
+  return fmt::format("fuse_killpriv_v2 {}\nfuse_requests {}\n{}fuse_req_control {}\nfuse_daemon_cpu_us {}\n",
+                     killpriv_v2() ? 1 : 0, total, per_op,
+                     ops_[kControlSlot].count.load(std::memory_order_relaxed), cpu_us);
+}
+
+}  // namespace walfs::mount

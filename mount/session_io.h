@@ -1,0 +1,85 @@
+// SessionIo: the FUSE session's raw I/O.  libfuse reads every request from
+// /dev/fuse and writes every reply through the callbacks installed here
+// (fuse_session_custom_io), so walfs sees the kernel's protocol itself where
+// libfuse 3.14 does not pass it on:
+//
+//  - Accounting: every request by opcode (count, and the time from reading
+//    it to writing its reply: the daemon's service time), the `fuse_req_*`
+//    lines of .walfs/stats.
+//  - FUSE_HANDLE_KILLPRIV_V2, which libfuse 3.14 cannot ask for: it is added
+//    to the INIT reply when the kernel offers it.  The kernel then marks its
+//    superblock SB_NOSEC (no GETXATTR security.capability before writes, no
+//    GETATTR before a chown) and leaves clearing setuid/setgid to walfs,
+//    flagging the WRITE, SETATTR and OPEN requests that must do it; those
+//    flags, which libfuse drops, are kept for the handler (KillSuidgid()).
+//
+// A request is read and handled by one worker thread, which replies before
+// it reads the next (walfs replies to every request in its handler), so the
+// request being served is thread-local state.
+//
+//   fuse_session_mount(se, mountpoint);
+//   SessionIo::Attach(se);              // userdata: the FuseServer
+//   ... in a handler: if (SessionIo::KillSuidgid()) ...
+#pragma once
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "base/histogram.h"
+#include "base/status.h"
+
+namespace walfs::mount {
+
+class SessionIo {
+ public:
+  struct Options {
+    // Ask for FUSE_HANDLE_KILLPRIV_V2 when the kernel offers it.
+    bool killpriv_v2 = true;
+  };
+  explicit SessionIo(Options options) : options_(options) {}
+  SessionIo(const SessionIo&) = delete;
+  SessionIo& operator=(const SessionIo&) = delete;
+
+  // Routes the mounted session's I/O through `io` (its fd stays the
+  // session's).  `se`'s userdata must be a FuseServer whose session_io() is `io`.
+  static Status Attach(fuse_session* se);
+
+  // For the request the calling thread is serving: the kernel asked walfs to
+  // clear setuid (and setgid, when group-executable) as part of it
+  // (FUSE_WRITE_KILL_SUIDGID, FATTR_KILL_SUIDGID, FUSE_OPEN_KILL_SUIDGID).
+  static bool KillSuidgid();
+
+  // Whether the kernel accepted FUSE_HANDLE_KILLPRIV_V2 (set at INIT).
+  bool killpriv_v2() const { return killpriv_v2_.load(std::memory_order_relaxed); }
+
+  // `fuse_requests N` (about files and directories), then per opcode seen:
+  // `fuse_req_<op> N` and its service time `fuse_req_<op>_us_mean|p50|p99`;
+  // `fuse_req_control N` (requests about /.walfs, apart: reading the stats
+  // is no part of the load it measures); `fuse_daemon_cpu_us`.
+  std::string StatsText() const;
+
+  // The callbacks (public for the C trampolines in session_io.cc).
+  void Received(const void* buf, std::size_t len);
+  void Replying(struct iovec* iov, int count);
+
+ private:
+  static constexpr std::size_t kOpcodeSlots = 64;  // FUSE opcodes are < 52; the rest share the last
+  static constexpr std::uint32_t kControlSlot = 0;  // opcode 0 does not exist: requests about /.walfs
+  struct OpStats {
+    std::atomic<std::uint64_t> count{0};
+    Histogram service_ns;
+  };
+
+  const Options options_;
+  std::atomic<std::uint64_t> init_unique_{0};   // the INIT request, whose reply gets KILLPRIV_V2
+  std::atomic<bool> kernel_offers_killpriv_v2_{false};
+  std::atomic<bool> killpriv_v2_{false};
+  std::array<OpStats, kOpcodeSlots> ops_;
+};
+
+}  // namespace walfs::mount

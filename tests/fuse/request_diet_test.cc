@@ -1,0 +1,109 @@
+// Which requests the kernel no longer sends (mount/kernel_policy.h): each
+// spec counts one opcode in .walfs/stats (`fuse_req_<op>`, counted by
+// mount/session_io.h as the daemon reads it) around a user-level operation.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "tests/fuse/mount_fixture.h"
+
+namespace walfs::testing {
+namespace {
+
+class RequestDiet : public MountedFs {
+ protected:
+  void SetUp() override {
+    MountedFs::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    WALFS_REQUIRE_WALFS();
+  }
+  // Requests of opcode `op` the daemon has read (a line missing: none yet).
+  long long Count(const std::string& op) {
+    const long long v = StatValue(Root(), "fuse_req_" + op);
+    return v < 0 ? 0 : v;
+  }
+  void ListDir(const std::string& path) {
+    DIR* d = opendir(path.c_str());
+    ASSERT_NE(d, nullptr) << path;
+    while (readdir(d) != nullptr) {
+    }
+    closedir(d);
+  }
+};
+
+TEST_F(RequestDiet, WritesAfterAFilesFirstDoNotAskForSecurityCapability) {
+  const int fd = open(Path("f").c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  const long long before = Count("getxattr");
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(pwrite(fd, "abcd", 4, i * 4096), 4);
+  close(fd);
+  EXPECT_LE(Count("getxattr") - before, 1) << "the superblock is not SB_NOSEC (FUSE_HANDLE_KILLPRIV_V2)";
+  EXPECT_EQ(StatValue(Root(), "fuse_killpriv_v2"), 1);
+}
+
+TEST_F(RequestDiet, ChownNeedsNoAttributesFirst) {
+  WriteFile(Path("f"), "x");
+  struct stat st {};
+  ASSERT_SYS(stat(Path("f").c_str(), &st));
+  const long long before = Count("getattr");
+  for (int i = 0; i < 5; ++i) ASSERT_SYS(chown(Path("f").c_str(), 1000 + i, 1000 + i));
+  EXPECT_EQ(Count("getattr") - before, 0);
+}
+
+TEST_F(RequestDiet, CloseSendsNoFlush) {
+  WriteFile(Path("f"), "x");
+  const int first = open(Path("f").c_str(), O_RDONLY);  // the kernel learns ENOSYS once
+  ASSERT_GE(first, 0);
+  close(first);
+  const long long before = Count("flush");
+  for (int i = 0; i < 10; ++i) {
+    const int fd = open(Path("f").c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    close(fd);
+  }
+  EXPECT_EQ(Count("flush") - before, 0);
+}
+
+TEST_F(RequestDiet, ADirectoryListedAgainIsServedFromTheKernelsCache) {
+  ASSERT_SYS(mkdir(Path("d").c_str(), 0755));
+  for (int i = 0; i < 50; ++i) WriteFile(Path("d/f" + std::to_string(i)), "x");
+  ListDir(Path("d"));
+  const long long opendirs = Count("opendir"), reads = Count("readdir") + Count("readdirplus");
+  ListDir(Path("d"));
+  ListDir(Path("d"));
+  EXPECT_EQ(Count("opendir") - opendirs, 0);
+  EXPECT_EQ(Count("readdir") + Count("readdirplus") - reads, 0);
+  // A change made through the mount is seen at once.
+  WriteFile(Path("d/new"), "x");
+  bool seen = false;
+  DIR* d = opendir(Path("d").c_str());
+  ASSERT_NE(d, nullptr);
+  while (dirent* e = readdir(d)) seen |= std::string(e->d_name) == "new";
+  closedir(d);
+  EXPECT_TRUE(seen);
+}
+
+TEST_F(RequestDiet, AMissingNameIsAskedForOnceThenCreatedNormally) {
+  const long long before = Count("lookup");
+  struct stat st {};
+  for (int i = 0; i < 10; ++i) EXPECT_ERRNO(ENOENT, stat(Path("nothing").c_str(), &st));
+  EXPECT_EQ(Count("lookup") - before, 1);
+  WriteFile(Path("nothing"), "now");
+  EXPECT_EQ(ReadFile(Path("nothing")), "now");
+}
+
+TEST_F(RequestDiet, AttributesStayCachedPastASecond) {
+  WriteFile(Path("f"), "x");
+  struct stat st {};
+  ASSERT_SYS(stat(Path("f").c_str(), &st));
+  const long long before = Count("getattr");
+  usleep(1'200'000);
+  ASSERT_SYS(stat(Path("f").c_str(), &st));
+  EXPECT_EQ(Count("getattr") - before, 0);
+}
+
+}  // namespace
+}  // namespace walfs::testing
