@@ -773,6 +773,12 @@ Status Filesystem::ReadDir(std::uint64_t ino, std::uint64_t offset,
                      });
 }
 
+std::uint64_t Filesystem::AvailableBytes() const {
+  const std::int64_t free_now = std::max<std::int64_t>(0, alloc_->FreeTotal());
+  const std::int64_t avail = std::max<std::int64_t>(0, free_now - reserved_blocks_.load() - kFreeingPool);
+  return static_cast<std::uint64_t>(avail) * sb_.block_size;
+}
+
 Result<struct statvfs> Filesystem::StatFs() NO_THREAD_SAFETY_ANALYSIS {
   struct statvfs st {};
   st.f_bsize = sb_.block_size;

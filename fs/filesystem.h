@@ -126,6 +126,8 @@ class Filesystem {
                  const std::function<bool(std::string_view name, std::uint64_t ino, std::uint32_t type,
                                           std::uint64_t next)>& fn);
   Result<struct statvfs> StatFs();
+  // What statfs's f_bavail says, in bytes, without reading the AG headers.
+  std::uint64_t AvailableBytes() const;
 
   // ---- Data ----
   Result<std::size_t> Read(std::uint64_t ino, std::uint64_t offset, std::size_t size, char* out);

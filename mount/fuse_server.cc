@@ -148,7 +148,9 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
       }
     }
   }
-  ReplyAttr(req, s->fs()->SetAttr(fino, *attr, mask));
+  Result<struct stat> r = s->fs()->SetAttr(fino, *attr, mask);
+  if (r.ok() && (mask & fs::kSetSize) && r->st_size == 0) s->writeback().Clear(ino);
+  ReplyAttr(req, std::move(r));
 }
 
 void Readlink(fuse_req_t req, fuse_ino_t ino) {
@@ -209,6 +211,13 @@ void Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newn
 
 // ---- files ----
 
+// A file opened for writing near a full disk bypasses the kernel's cache, so
+// that write(2) itself gets ENOSPC (mount/writeback_guard.h).
+void MaybeWriteThrough(FuseServer* s, fuse_file_info* fi) {
+  if ((fi->flags & O_ACCMODE) == O_RDONLY || !s->writeback_granted()) return;
+  if (s->writeback().WriteThrough(s->fs()->AvailableBytes())) fi->direct_io = 1;
+}
+
 void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   FuseServer* s = Server(req);
   if (ControlDir::IsControlIno(ino)) {
@@ -236,6 +245,7 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     if (!t.ok()) return ReplyErr(req, t.status());
   }
   fi->keep_cache = 1;
+  MaybeWriteThrough(s, fi);
   fuse_reply_open(req, fi);
 }
 
@@ -245,6 +255,7 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fu
   Result<struct stat> r = s->fs()->Mknod(CallerOf(req), s->ToFs(parent), name, S_IFREG | (mode & 07777), 0);
   if (!r.ok()) return ReplyErr(req, r.status());
   fuse_entry_param e = Entry(s, *r);
+  MaybeWriteThrough(s, fi);
   fuse_reply_create(req, &e, fi);
 }
 
@@ -272,6 +283,11 @@ void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
   fuse_reply_buf(req, buf.get(), *n);
 }
 
+std::int64_t BlocksOf(FuseServer* s, fuse_ino_t ino) {
+  Result<struct stat> st = s->fs()->GetAttr(s->ToFs(ino));
+  return st.ok() ? static_cast<std::int64_t>(st->st_blocks) : -1;
+}
+
 void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
   FuseServer* s = Server(req);
   if (ControlDir::IsControlIno(ino)) {
@@ -284,7 +300,20 @@ void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t o
     if (!k.ok()) return ReplyErr(req, k.status());
     if (*k) s->InvalidateAttr(ino);  // the WRITE reply carries no mode
   }
+  // A write-back from the kernel's cache may allocate blocks the kernel
+  // does not account for (it keeps size and times itself, not st_blocks).
+  const bool writeback = fi->writepage != 0;
+  const std::int64_t blocks_before = writeback ? BlocksOf(s, ino) : 0;
   Result<std::size_t> n = s->fs()->Write(s->ToFs(ino), static_cast<std::uint64_t>(off), buf, size);
+  if (writeback && n.ok() && BlocksOf(s, ino) != blocks_before) s->InvalidateAttr(ino);
+  if (writeback && (!n.ok() || *n < size)) {
+    // The kernel's cache writing back data whose write(2) already returned
+    // success: only fsync can still tell (WritebackGuard).
+    const int err = n.ok() ? ENOSPC : ErrnoOf(n.status());
+    if (s->writeback().Lost(ino, err))  // once per file: a full disk fails many write-backs
+      Message(Severity::kWarning, "inode {}: write-back of {} bytes at {} failed ({}); every fsync of it reports {}",
+              s->ToFs(ino), size, off, strerror(err), strerrorname_np(err));
+  }
   if (!n.ok()) return ReplyErr(req, n.status());
   fuse_reply_write(req, *n);
 }
@@ -305,6 +334,9 @@ void Fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info*) {
   FuseServer* s = Server(req);
   if (ControlDir::IsControlIno(ino)) return (void)fuse_reply_err(req, 0);
   Status st = s->fs()->Fsync(s->ToFs(ino), datasync != 0);
+  if (st.ok()) {
+    if (const int lost = s->writeback().LostErrno(ino)) return (void)FailErrno(req, lost);
+  }
   ReplyStatus(req, st);
 }
 
@@ -518,7 +550,12 @@ void RemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
   ReplyStatus(req, st);
 }
 
-void Init(void* userdata, fuse_conn_info* conn) { static_cast<FuseServer*>(userdata)->options().Negotiate(conn); }
+void Init(void* userdata, fuse_conn_info* conn) {
+  auto* s = static_cast<FuseServer*>(userdata);
+  s->options().Negotiate(conn);
+  s->SetWritebackGranted((conn->want & FUSE_CAP_WRITEBACK_CACHE) != 0);
+}
+
 
 void Destroy(void* userdata) { static_cast<FuseServer*>(userdata)->control().InterruptReaders(); }
 
@@ -590,12 +627,15 @@ fuse_lowlevel_ops MakeOps() {
 FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options)
     : fs_(fs),
       options_(options),
+      writeback_(options.writeback_reserve_bytes),
       session_io_({.killpriv_v2 = options.killpriv_v2}),
       polls_([this](std::uint64_t fh) { return control_->Readable(fh); }) {
   ControlDir::Sources src;
   src.tracer = &tracing::Tracer::Get();
   src.stats = [this, fs] {
     return fs->StatsText() + session_io_.StatsText() +
+           fmt::format("writeback_cache {}\nwriteback_reserve_bytes {}\nwriteback_lost {}\n",
+                       writeback_granted() ? 1 : 0, writeback_.reserve_bytes(), writeback_.lost_writebacks()) +
            fmt::format("fuse_polls {}\n", polls_received_.load(std::memory_order_relaxed));
   };
   src.get_grant_wake = [fs] { return std::string(journal::WakeModeName(fs->wake_mode())); };

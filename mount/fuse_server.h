@@ -20,6 +20,7 @@
 #include "mount/kernel_policy.h"
 #include "mount/poll_notifier.h"
 #include "mount/session_io.h"
+#include "mount/writeback_guard.h"
 
 namespace walfs::mount {
 
@@ -43,6 +44,11 @@ class FuseServer {
   void SetSession(fuse_session* se) { session_.store(se, std::memory_order_release); }
   // Tells the kernel to drop its cached attributes of `ino`.
   void InvalidateAttr(fuse_ino_t ino);
+  // Writes held in the kernel's cache (mount/writeback_guard.h); `granted`
+  // is whether the kernel took the writeback cache at INIT.
+  WritebackGuard& writeback() { return writeback_; }
+  bool writeback_granted() const { return writeback_granted_.load(std::memory_order_relaxed); }
+  void SetWritebackGranted(bool granted) { writeback_granted_.store(granted, std::memory_order_relaxed); }
   // The session's raw I/O: request accounting, KILLPRIV_V2 (SessionIo::Attach).
   SessionIo& session_io() { return session_io_; }
   // poll(2) on control files with nothing to read yet (-o trace_poll).
@@ -59,6 +65,8 @@ class FuseServer {
   const FuseServerOptions options_;
   std::atomic<std::uint64_t> polls_received_{0};
   std::atomic<fuse_session*> session_{nullptr};
+  WritebackGuard writeback_;
+  std::atomic<bool> writeback_granted_{false};
   SessionIo session_io_;
   std::unique_ptr<ControlDir> control_;
   PollNotifier polls_;  // after control_: it asks control_ until stopped

@@ -15,12 +15,18 @@
 #include <fuse_lowlevel.h>
 #include <sys/stat.h>
 
+#include <cstdint>
+
 namespace walfs::mount {
 
 struct KernelPolicy {
   // The kernel's page cache holds written data and writes it back later
-  // (FUSE_CAP_WRITEBACK_CACHE); without it every write(2) is a WRITE.
-  bool writeback_cache = false;
+  // (FUSE_CAP_WRITEBACK_CACHE); without it every write(2) is a WRITE.  What
+  // a write that returned success is then promised: mount/writeback_guard.h.
+  bool writeback_cache = true;
+  // Below this much free space, files opened for writing bypass the cache
+  // (WritebackGuard).
+  std::uint64_t writeback_reserve_bytes = std::uint64_t{256} << 20;
   // Answer poll(2) on the control files, so that poll/select/epoll on
   // .walfs/trace_pipe sleep until events arrive.  Off by default: the kernel
   // then also asks the daemon before every io_uring read or write of every

@@ -43,7 +43,8 @@ struct Config {
   unsigned logbsize = 32 * 1024;
   unsigned threads = 0;
   char* commit = nullptr;  // seconds; parsed whole (fuse_opt's %u ignores trailing text)
-  int writeback_cache = 0;
+  int writeback_cache = -1;  // -1: the default (on)
+  char* wb_reserve_mb = nullptr;
   int trace_poll = 0;
   int ro = 0;
   int norecovery = 0;
@@ -67,7 +68,8 @@ struct Config {
   Config& operator=(const Config&) = delete;
   // fuse_opt_parse strdup()s every string option.
   ~Config() {
-    for (char* p : {image, wake, commit, trace_wakeup, trace_recursion, attr_timeout, entry_timeout, negative_timeout})
+    for (char* p :
+         {image, wake, commit, trace_wakeup, trace_recursion, attr_timeout, entry_timeout, negative_timeout, wb_reserve_mb})
       free(p);
   }
 };
@@ -79,7 +81,9 @@ const fuse_opt kOptions[] = {
     WALFS_OPT("logbsize=%u", logbsize),
     WALFS_OPT("threads=%u", threads),
     WALFS_OPT("commit=%s", commit),
-    WALFS_OPT("writeback_cache", writeback_cache),
+    {"writeback_cache", offsetof(Config, writeback_cache), 1},
+    {"nowriteback_cache", offsetof(Config, writeback_cache), 0},
+    WALFS_OPT("wb_reserve_mb=%s", wb_reserve_mb),
     WALFS_OPT("trace_poll", trace_poll),
     WALFS_OPT("norecovery", norecovery),
     WALFS_OPT("io=sync", sync_io),
@@ -126,7 +130,10 @@ void Usage(const char* prog) {
       "                          30; 0: only an fsync, unmount or a CIL of 1/8 of the log do)\n"
       "  -o threads=N            FUSE worker threads kept idle (default: libfuse's 10)\n"
       "  -o max_threads=N        at most N FUSE worker threads (libfuse's; default 10)\n"
-      "  -o writeback_cache      let the kernel cache writes\n"
+      "  -o nowriteback_cache    every write(2) goes to walfs at once (default: the kernel caches\n"
+      "                          written data and writes it back later; -o writeback_cache)\n"
+      "  -o wb_reserve_mb=N      below N MiB free, files opened for writing bypass that cache,\n"
+      "                          so write(2) gets ENOSPC (0..1048576, default 256)\n"
       "  -o io=sync              pread/pwrite instead of io_uring\n"
       "  -o attr_timeout=S, entry_timeout=S, negative_timeout=S\n"
       "                          how long the kernel may cache attributes, names and names that\n"
@@ -226,6 +233,14 @@ int main(int argc, char** argv) {
   }
   walfs::mount::KernelPolicy policy;
   policy.writeback_cache = cfg.writeback_cache != 0;
+  if (cfg.wb_reserve_mb != nullptr) {
+    const std::string_view v(cfg.wb_reserve_mb);
+    unsigned mb = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), mb);
+    if (v.empty() || ec != std::errc() || end != v.data() + v.size() || mb > 1'048'576)
+      return Fail(fmt::format("wb_reserve_mb={}: the reserve is 0 to 1048576 MiB", v));
+    policy.writeback_reserve_bytes = std::uint64_t{mb} << 20;
+  }
   policy.trace_poll = cfg.trace_poll != 0;
   policy.skip_flush = cfg.flush_requests == 0;
   policy.skip_opendir = cfg.opendir_requests == 0;
