@@ -40,6 +40,8 @@ const std::string_view kControlReadme =
     "  options/buffer_size_kb     per-thread ring size\n"
     "  options/trace_clock        [current] and available clocks; write a name\n"
     "  options/grant_wake         inline | waking | wakeq (log-space waiter wakeups)\n"
+    "  sync                write anything: returns once every earlier change is durable\n"
+    "                      (walfs sync MNT; sync(2) never reaches a FUSE daemon)\n"
     "\n"
     "  echo 1 > events/journal/enable; cat trace_pipe\n";
 

@@ -19,6 +19,7 @@
 #include "base/messages.h"
 #include "journal/wake_mode.h"
 #include "mount/fuse_events.h"
+#include "mount/sync_file.h"
 #include "tracing/tracer.h"
 
 namespace walfs::mount {
@@ -614,6 +615,7 @@ FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options) : f
   };
   src.parent_ino = FUSE_ROOT_ID;
   src.files.push_back({.name = "messages", .read = [] { return Messages::Get().Text(); }, .write = {}});
+  src.files.push_back(SyncControlFile([fs] { return fs->Sync(); }));
   if (FaultDevice* dev = fs->fault_device()) {
     // The last command applied, for reads of the file.
     struct Last {
