@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "mount/sync_client.h"
 #include "tests/fuse/mount_fixture.h"
 
 namespace walfs::testing {
@@ -169,6 +170,37 @@ TEST_F(Sync, WalfsSyncWithoutAPathOrWithAnUnknownOptionIsAUsageError) {
   EXPECT_NE(help.out.find("sync(2) and syncfs(2) never reach a FUSE daemon"), std::string::npos) << help.out;
   const ToolRun mount_help = RunTool(BinDir() + "/walfs --help");
   EXPECT_NE(mount_help.out.find("sync PATH..."), std::string::npos) << mount_help.out;
+}
+
+TEST_F(Sync, FsSyncerSyncsWalfsThroughItsControlFileAndOtherFilesystemsBySyncfs) {
+  const int fd = open(Path("").c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_SYS(fd);
+  Result<mount::FsSyncer> on_walfs = mount::FsSyncer::Open(fd);
+  ASSERT_TRUE(on_walfs.ok()) << on_walfs.status().ToString();
+  EXPECT_TRUE(on_walfs->walfs());
+  EXPECT_EQ(on_walfs->mountpoint(), Root());
+  const long long syncs = StatIn(ReadFile(Root() + "/.walfs/sync"), "syncs");
+  EXPECT_TRUE(on_walfs->Sync().ok());
+  EXPECT_EQ(StatIn(ReadFile(Root() + "/.walfs/sync"), "syncs"), syncs + 1);
+  close(fd);
+  const int tmp = open("/tmp", O_RDONLY | O_DIRECTORY);
+  ASSERT_SYS(tmp);
+  Result<mount::FsSyncer> elsewhere = mount::FsSyncer::Open(tmp);
+  ASSERT_TRUE(elsewhere.ok()) << elsewhere.status().ToString();
+  EXPECT_FALSE(elsewhere->walfs());
+  EXPECT_TRUE(elsewhere->Sync().ok());
+  EXPECT_EQ(mount::FsSyncer::OpenWalfs(tmp, "/tmp").status().code(), StatusCode::kNotFound);
+  close(tmp);
+}
+
+TEST_F(Sync, WalfsAimSyncsReachTheDaemon) {
+  const long long syncs = StatIn(ReadFile(Root() + "/.walfs/sync"), "syncs");
+  const ToolRun r = RunTool(BinDir() + "/walfs-aim " + Path("") + " -s 1 -e 1 -j 10 --filesize 4K --poolsize 16K --sync");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("syncs (between levels and in the jobs) by " + Root() + "/.walfs/sync"), std::string::npos)
+      << r.out;
+  // Between the levels, and where re-aim's disk tests call sync.
+  EXPECT_GT(StatIn(ReadFile(Root() + "/.walfs/sync"), "syncs"), syncs + 1);
 }
 
 // With the kernel's writeback cache, written data reaches the daemon when the
