@@ -50,6 +50,8 @@ Result<FsSyncer> FsSyncer::OpenImpl(int fd, const std::string& what, bool requir
     if (e.fstype != kWalfsType || e.root != "/") continue;
     const std::string path = (e.point == "/" ? "" : e.point) + std::string(kControlPath);
     const int cfd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    // A read-only mount (the kernel refuses the open) has nothing to sync.
+    if (cfd < 0 && errno == EROFS) return FsSyncer(fd, -1, e.point);
     if (cfd < 0) {
       why = errno == ENOENT
                 ? fmt::format("{} is a walfs mount without {} (its daemon is older than walfs sync); "

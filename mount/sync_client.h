@@ -48,8 +48,10 @@ class FsSyncer {
   // Every change made before the call is durable when it returns OK.
   Status Sync() const;
 
+  // Syncs through the control file (false elsewhere, and on a read-only
+  // walfs mount, which has nothing to sync: Sync() is syncfs alone there).
   bool walfs() const { return control_fd_ >= 0; }
-  // The walfs mount point ("" elsewhere).
+  // The walfs mount point ("" on other filesystems).
   const std::string& mountpoint() const { return mountpoint_; }
 
  private:

@@ -158,6 +158,15 @@ TEST_F(Sync, WalfsSyncOfADirectoryNotOnWalfsFailsSayingSo) {
   rmdir(dir);
 }
 
+TEST_F(Sync, WalfsSyncOfAReadOnlyMountHasNothingToDoAndSucceeds) {
+  WriteFile(Path("f"), "x");
+  ASSERT_NO_FATAL_FAILURE(Remount({"ro"}));
+  const ToolRun r = RunTool(WalfsSync(Root()));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "");
+  ASSERT_NO_FATAL_FAILURE(Remount());
+}
+
 TEST_F(Sync, WalfsSyncWithoutAPathOrWithAnUnknownOptionIsAUsageError) {
   const ToolRun none = RunTool(BinDir() + "/walfs sync");
   EXPECT_EQ(none.exit_code, 2) << none.out;
