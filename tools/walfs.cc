@@ -1,5 +1,6 @@
 // walfs IMAGE MOUNTPOINT [-f] [-d] [-o opt[,opt...]]: mounts a walfs image.
-// `walfs sync PATH...` makes a mount durable instead (tools/walfs_sync.h).
+// `walfs sync PATH...` makes a mount durable instead (tools/walfs_sync.h);
+// an image file called `sync` is mounted as ./sync.
 // Also `mount -t fuse.walfs IMAGE MOUNTPOINT -o ...` and /etc/fstab
 // (mount.fuse3 runs this program).  README "Mounting" lists the options.
 //
