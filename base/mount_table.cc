@@ -1,5 +1,6 @@
 #include "base/mount_table.h"
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -34,6 +35,8 @@ std::vector<MountEntry> ReadMountTable() {
     MountEntry e;
     rest >> e.fstype >> e.source;
     e.point = UnescapeMountField(point);
+    e.root = UnescapeMountField(root);
+    if (std::sscanf(devno.c_str(), "%u:%u", &e.major, &e.minor) != 2) continue;
     e.source = UnescapeMountField(e.source);
     out.push_back(std::move(e));
   }

@@ -17,6 +17,9 @@ struct MountEntry {
   std::string point;   // absolute
   std::string fstype;  // "fuse.walfs", "ext4", ...
   std::string source;  // the image for walfs, the device for a kernel fs
+  std::string root;    // the directory of the filesystem mounted here: "/" but for bind mounts
+  // The filesystem's st_dev, as major and minor (makedev(major, minor)).
+  unsigned major = 0, minor = 0;
 };
 
 // Every mount, in the table's order: a later entry at the same point is

@@ -920,10 +920,10 @@ std::string Filesystem::StatsText() const {
   const auto& c = counters_;
   out += fmt::format(
       "creates {}\nremoves {}\nrenames {}\nwrites {}\nreads {}\nfsyncs {}\nbytes_written {}\n"
-      "bytes_read {}\ntruncates {}\ninactivated {}\nfsync_flushes_covered {}\n",
+      "bytes_read {}\ntruncates {}\ninactivated {}\nfsync_flushes_covered {}\nsyncs {}\n",
       c.creates.load(), c.removes.load(), c.renames.load(), c.writes.load(), c.reads.load(),
       c.fsyncs.load(), c.bytes_written.load(), c.bytes_read.load(), c.truncates.load(),
-      c.inactivated.load(), c.fsync_flushes_covered.load());
+      c.inactivated.load(), c.fsync_flushes_covered.load(), c.syncs.load());
   return out;
 }
 

@@ -46,10 +46,10 @@ struct MountOptions {
   std::uint32_t logbufs = 8;
   std::uint32_t logbsize = 32 * 1024;
   // Committed changes reach the log at most this many seconds after the
-  // first of them, forced or not (xfs_log_worker's 30 s): the most
-  // un-fsynced work a crash can lose.  0: only when the CIL fills or on a
-  // force.  The mount's `-o commit=N` (0..86400).
-  std::uint32_t commit_interval_s = 30;
+  // first of them, forced or not (ext4's commit=5; xfs_log_worker's is 30):
+  // the most un-fsynced work a crash can lose.  0: only when the CIL fills
+  // or on a force.  The mount's `-o commit=N` (0..86400).
+  std::uint32_t commit_interval_s = 5;
   bool io_uring = true;     // false: pread/pwrite
   std::size_t buffer_cache = 16384;
   // Mount() puts a FaultDevice (base/block_device_fault.h) between the
@@ -79,7 +79,8 @@ enum SetAttrMask : std::uint32_t {
 struct FsCounters {
   std::atomic<std::uint64_t> creates{0}, removes{0}, renames{0}, writes{0}, reads{0}, fsyncs{0},
       bytes_written{0}, bytes_read{0}, truncates{0}, inactivated{0},
-      fsync_flushes_covered{0};  // data flushes fsync skipped: the log force's preflush covered them
+      fsync_flushes_covered{0},  // data flushes fsync skipped: the log force's preflush covered them
+      syncs{0};  // Sync() calls that succeeded (.walfs/sync, fsync of a directory)
 };
 
 class Filesystem {
@@ -132,7 +133,17 @@ class Filesystem {
   // ---- Data ----
   Result<std::size_t> Read(std::uint64_t ino, std::uint64_t offset, std::size_t size, char* out);
   Result<std::size_t> Write(std::uint64_t ino, std::uint64_t offset, const char* data, std::size_t size);
+  // fsync of a file: its changes (and every change committed before them).
+  // fsync or fdatasync of a directory is Sync() (XFS's directory fsync
+  // forces the log; walfs forces all of it).
   Status Fsync(std::uint64_t ino, bool datasync);
+  // What syncfs(2) does on a kernel filesystem, which the kernel never asks
+  // of a FUSE daemon (.walfs/sync, `walfs sync`): every change committed and
+  // every data write completed before the call is durable when it returns
+  // OK -- the whole log forced, then the device flushed unless the force's
+  // preflush, issued after those writes, already was.  A read-only mount
+  // has nothing to sync.  Errors are the force's or the flush's.
+  Status Sync();
   Status Fallocate(std::uint64_t ino, int mode, std::uint64_t offset, std::uint64_t length);
   Result<std::uint64_t> Lseek(std::uint64_t ino, std::uint64_t offset, int whence);
 

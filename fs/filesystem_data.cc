@@ -212,6 +212,15 @@ Result<std::size_t> Filesystem::Write(std::uint64_t ino, std::uint64_t offset, c
 Status Filesystem::Fsync(std::uint64_t ino, bool datasync) {
   WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(ino));
   if (options_.read_only) return Status::Ok();
+  // A directory's fsync is how programs ask for their renames, creates and
+  // unlinks to be durable, often of entries in other directories than the
+  // one they fsync (and with sync(2) never reaching a FUSE daemon, it is
+  // the one call a shell script has): all of it, as syncfs would.
+  if (S_ISDIR(ip->Core().mode)) {
+    WALFS_RETURN_IF_ERROR(Sync());
+    counters_.fsyncs.fetch_add(1, std::memory_order_relaxed);
+    return Status::Ok();
+  }
   const bool data = ip->data_dirty.exchange(false);
   // The data writes that set data_dirty completed before this ticket: a
   // flush with a later one (the preflush of the log force's commit record,
@@ -234,6 +243,22 @@ Status Filesystem::Fsync(std::uint64_t ino, bool datasync) {
     return s;
   }
   counters_.fsyncs.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status Filesystem::Sync() {
+  if (options_.read_only) return Status::Ok();
+  // A shut-down log writes nothing more: what was not on disk then is lost,
+  // and saying OK would claim otherwise.
+  WALFS_RETURN_IF_ERROR(CheckWritable());
+  // Every data write completed before the call completed before this
+  // ticket: a flush numbered after it covers them (the force's preflush, or
+  // the flush below).  Taken before the force, so that the force's own
+  // preflush counts.
+  const std::uint64_t ticket = device_->FlushTicket();
+  WALFS_RETURN_IF_ERROR(log_->Force(0));
+  if (!device_->FlushedSince(ticket)) WALFS_RETURN_IF_ERROR(device_->Flush());
+  counters_.syncs.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();
 }
 

@@ -21,6 +21,7 @@
 #include "mount/fuse_events.h"
 #include "mount/fuse_reply.h"
 #include "mount/setid_kill.h"
+#include "mount/sync_file.h"
 #include "tracing/tracer.h"
 
 namespace walfs::mount {
@@ -648,6 +649,7 @@ FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options)
                        .read = [] { return Messages::Get().Text(); },
                        .write = {},
                        .help = "the mount's kernel-style log: mount, recovery, errors, shutdown"});
+  src.files.push_back(SyncControlFile([fs] { return fs->Sync(); }));
   if (FaultDevice* dev = fs->fault_device()) {
     // The last command applied, for reads of the file.
     struct Last {

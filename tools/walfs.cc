@@ -1,4 +1,6 @@
 // walfs IMAGE MOUNTPOINT [-f] [-d] [-o opt[,opt...]]: mounts a walfs image.
+// `walfs sync PATH...` makes a mount durable instead (tools/walfs_sync.h);
+// an image file called `sync` is mounted as ./sync.
 // Also `mount -t fuse.walfs IMAGE MOUNTPOINT -o ...` and /etc/fstab
 // (mount.fuse3 runs this program).  README "Mounting" lists the options.
 //
@@ -31,6 +33,7 @@
 #include "journal/wake_mode.h"
 #include "mount/fuse_server.h"
 #include "tools/stale_mount.h"
+#include "tools/walfs_sync.h"
 #include "tracing/options.h"
 #include "tracing/tracer.h"
 
@@ -118,7 +121,9 @@ int ProcessArg(void* data, const char* arg, int key, fuse_args*) {
 
 void Usage(const char* prog) {
   fmt::print(
-      "usage: {} IMAGE MOUNTPOINT [-f] [-d] [-o opt[,opt...]]\n"
+      "usage: {0} IMAGE MOUNTPOINT [-f] [-d] [-o opt[,opt...]]\n"
+      "       {0} sync PATH...      make every change on PATH's walfs mount durable; sync(1)\n"
+      "                             cannot (sync(2) never reaches a FUSE daemon; see --help there)\n"
       "walfs options:\n"
       "  -o ro                   read-only (recovery still runs)\n"
       "  -o norecovery           read-only; refuse an image whose log needs recovery\n"
@@ -127,7 +132,8 @@ void Usage(const char* prog) {
       "  -o logbsize=BYTES       log buffer size, 16384..57856 (default 32768)\n"
       "  -o commit=SECONDS       changes start to reach the log at most this long after they are\n"
       "                          made, fsynced or not: what a crash can lose (0..86400, default\n"
-      "                          30; 0: only an fsync, unmount or a CIL of 1/8 of the log do)\n"
+      "                          5, as ext4; 0: only an fsync, walfs sync, unmount or a CIL of\n"
+      "                          1/8 of the log do)\n"
       "  -o threads=N            FUSE worker threads kept idle (default: libfuse's 10)\n"
       "  -o max_threads=N        at most N FUSE worker threads (libfuse's; default 10)\n"
       "  -o nowriteback_cache    every write(2) goes to walfs at once (default: the kernel caches\n"
@@ -181,6 +187,7 @@ struct ArgsGuard {
 };
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "sync") == 0) return walfs::tools::SyncMain(argc - 1, argv + 1);
   fuse_args args = FUSE_ARGS_INIT(argc, argv);
   fuse_cmdline_opts cmd{};
   ArgsGuard guard{&args, &cmd};

@@ -77,7 +77,8 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args) {
   auto* fs_flag = app.add_flag("--fs-only", fs_only, "Filesystem tests only (the default)");
   app.add_flag("--with-cpu", o.with_cpu, "Add the fserver CPU tests as think time")->excludes(fs_flag);
   app.add_flag("--sync", o.sync_calls,
-               "Call syncfs() where re-aim calls system(\"sync\") (off: re-aim's -y)");
+               "Sync where re-aim calls system(\"sync\") (off: re-aim's -y): syncfs(), and on "
+               "walfs its .walfs/sync (sync(2) never reaches a FUSE daemon)");
   app.add_option("--filesize", filesize, "FILESIZE: base size of every test file (default 10K)");
   app.add_option("--poolsize", poolsize, "POOLSIZE: shared among the users, added per file (default 1M)");
   app.add_option("--reps", o.reps, "Run every load level this many times, interleaved; report medians");

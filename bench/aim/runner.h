@@ -28,7 +28,7 @@ struct RunConfig {
   Mix mix;
   std::int64_t filesize_kib = 10;    // FILESIZE
   std::int64_t poolsize_kib = 1024;  // POOLSIZE
-  bool sync_calls = false;           // --sync: re-aim's DO_SYNC() as syncfs()
+  bool sync_calls = false;           // --sync: re-aim's DO_SYNC() (FsEnv::syncer)
   std::uint64_t seed = 1;
 };
 

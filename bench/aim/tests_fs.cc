@@ -22,7 +22,9 @@ namespace {
 char nbuf[kBlockSize];
 
 Status DoSync(const FsEnv& env) {
-  if (env.sync_calls && ::syncfs(env.dir_fd) != 0) return Status::FromErrno(errno, "syncfs");
+  if (!env.sync_calls) return Status::Ok();
+  if (env.syncer != nullptr) return env.syncer->Sync();
+  if (::syncfs(env.dir_fd) != 0) return Status::FromErrno(errno, "syncfs");
   return Status::Ok();
 }
 

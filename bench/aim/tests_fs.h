@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "mount/sync_client.h"
 
 namespace walfs::bench::aim {
 
@@ -39,9 +40,12 @@ class TempNamer {
 struct FsEnv {
   int dir_fd = -1;          // the directory this job works in
   std::int64_t blocks = 0;  // disk_iteration_count, >= 1
-  // re-aim's DO_SYNC() (system("sync") unless -y): here syncfs(dir_fd), and
-  // off unless --sync is given.
+  // re-aim's DO_SYNC() (system("sync") unless -y), off unless --sync is
+  // given: `syncer` (the directory's filesystem made durable the way that
+  // works on it: .walfs/sync on walfs, where syncfs never reaches the
+  // daemon), or syncfs(dir_fd) without one.
   bool sync_calls = false;
+  const mount::FsSyncer* syncer = nullptr;
   int pid = 0;              // for disk_src's creat names
   std::mt19937* rng = nullptr;  // aim_rand(): random blocks, disk_src's scramble
   TempNamer* namer = nullptr;

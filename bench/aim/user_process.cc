@@ -89,6 +89,7 @@ void RunUserProcess(const UserSpec& spec) {
     Status s;
     if (fs[test] != nullptr) {
       env.dir_fd = spec.workspace->dir_fd(dir);
+      env.syncer = &spec.workspace->syncer(dir);
       dir = (dir + 1) % ndirs;
       s = fs[test](env);
     } else {

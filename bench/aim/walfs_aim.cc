@@ -76,7 +76,7 @@ int Run(const Options& o) {
              "POOLSIZE {}K / users, {}, {} rep(s); dirs: {}\n",
              o.with_cpu ? "with CPU tests" : "filesystem tests only", config.mix.tests.size(),
              config.mix.jobs_per_user, o.jobs, o.filesize_kib, o.poolsize_kib,
-             o.sync_calls ? "syncfs() as re-aim's sync" : "no syncs (re-aim -y)", o.reps,
+             o.sync_calls ? "re-aim's syncs" : "no syncs (re-aim -y)", o.reps,
              DirList(o.dirs));
   std::fflush(stdout);
 
@@ -85,6 +85,9 @@ int Run(const Options& o) {
     fmt::print(stderr, "walfs-aim: unusable test directory: {}\n", ws.status().message());
     return kExitFailed;
   }
+  fmt::print("walfs-aim: syncs (between levels{}) by {}\n", o.sync_calls ? " and in the jobs" : "",
+             (*ws)->SyncMethods());
+  std::fflush(stdout);
 
   std::map<int, Samples> samples;
   for (int rep = 0; rep < o.reps; ++rep) {

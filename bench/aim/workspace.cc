@@ -88,13 +88,25 @@ Result<std::unique_ptr<Workspace>> Workspace::Create(const std::vector<std::stri
       return Status::FromErrno(err, fmt::format("{}: cannot create {}", dir, d.name));
     }
     // From here the destructor removes it.
-    ws->dirs_.push_back(d);
+    ws->dirs_.push_back(std::move(d));
     Dir& added = ws->dirs_.back();
     added.work_fd = openat(added.parent_fd, added.name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (added.work_fd < 0) return Status::FromErrno(errno, added.path);
     if (Status s = CreateFakeh(added.work_fd); !s.ok()) return WithPath(s, added.path);
+    Result<mount::FsSyncer> syncer = mount::FsSyncer::Open(added.work_fd);
+    if (!syncer.ok()) return WithPath(syncer.status(), added.path);
+    added.syncer = std::make_unique<mount::FsSyncer>(std::move(*syncer));
   }
   return ws;
+}
+
+std::string Workspace::SyncMethods() const {
+  std::string out;
+  for (const Dir& d : dirs_) {
+    const std::string m = d.syncer->walfs() ? fmt::format("{}/.walfs/sync", d.syncer->mountpoint()) : "syncfs";
+    if (out.find(m) == std::string::npos) out += (out.empty() ? "" : ", ") + m;
+  }
+  return out;
 }
 
 Workspace::~Workspace() { (void)Remove(); }
@@ -102,7 +114,7 @@ Workspace::~Workspace() { (void)Remove(); }
 Status Workspace::PrepareLevel(std::int64_t blocks) {
   for (const Dir& d : dirs_) {
     if (Status s = CreateCommonFile(d.work_fd, blocks); !s.ok()) return WithPath(s, d.path);
-    if (syncfs(d.work_fd) != 0) return Status::FromErrno(errno, "syncfs " + d.path);
+    if (Status s = d.syncer->Sync(); !s.ok()) return WithPath(s, d.path);
   }
   return Status::Ok();
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "mount/sync_client.h"
 
 namespace walfs::bench::aim {
 
@@ -33,8 +34,8 @@ class Workspace {
   ~Workspace();
 
   // Before each load level: (re)writes tmpa.common with `blocks` KiB in every
-  // directory, then syncfs()es each file system (re-aim runs "sync" here;
-  // neither is timed).
+  // directory, then syncs each file system with syncer(i) (re-aim runs
+  // "sync" here; neither is timed).
   Status PrepareLevel(std::int64_t blocks);
 
   // Removes every work directory; the first error is returned, the rest of
@@ -45,6 +46,11 @@ class Workspace {
   int dir_fd(int i) const { return dirs_[static_cast<std::size_t>(i)].work_fd; }
   // "<DIR>/walfs-aim.<pid>.<n>", for messages.
   const std::string& path(int i) const { return dirs_[static_cast<std::size_t>(i)].path; }
+  // How directory i's filesystem is synced: on walfs through its
+  // .walfs/sync (sync(2) never reaches a FUSE daemon), else syncfs.
+  const mount::FsSyncer& syncer(int i) const { return *dirs_[static_cast<std::size_t>(i)].syncer; }
+  // "syncfs", or "walfs sync (MNT/.walfs/sync)" for one of them.
+  std::string SyncMethods() const;
 
  private:
   struct Dir {
@@ -52,6 +58,7 @@ class Workspace {
     std::string name;  // of the work directory inside DIR
     int parent_fd = -1;
     int work_fd = -1;
+    std::unique_ptr<mount::FsSyncer> syncer;  // over work_fd
   };
   Workspace() = default;
 

@@ -1,5 +1,8 @@
 #include "base/mount_table.h"
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
 #include <gtest/gtest.h>
 
 namespace walfs {
@@ -25,6 +28,16 @@ TEST(MountTable, TheRootIsMountedAndTheTopmostMountWins) {
   EXPECT_EQ(root->fstype, last_root.fstype);
   EXPECT_EQ(root->source, last_root.source);
   EXPECT_FALSE(TopMountAt("/no/such/mount/point").has_value());
+}
+
+TEST(MountTable, AnEntryNamesItsFilesystemsDeviceAndRoot) {
+  struct stat st {};
+  ASSERT_EQ(stat("/", &st), 0);
+  const std::optional<MountEntry> root = TopMountAt("/");
+  ASSERT_TRUE(root.has_value());
+  EXPECT_EQ(makedev(root->major, root->minor), st.st_dev) << root->fstype << " " << root->source;
+  EXPECT_FALSE(root->root.empty());
+  EXPECT_EQ(root->root.front(), '/');
 }
 
 }  // namespace

@@ -91,6 +91,29 @@ TEST_F(IoError, AFailedFlushFailsTheFsyncThatNeededIt) {
   EXPECT_EQ(WriteAndFsync("g", "after"), 0);
 }
 
+TEST_F(IoError, AFailedFlushFailsWalfsSyncAndItsControlFileWriteWithEio) {
+  ASSERT_EQ(WriteAndFsync("before", "x"), 0);
+  WriteFile(Path("f"), "not yet durable");
+  Fault("flushes");
+  const int fd = open(Ctl("sync").c_str(), O_WRONLY);
+  ASSERT_SYS(fd);
+  EXPECT_ERRNO(EIO, write(fd, "1", 1)) << "a sync whose flush failed must not succeed";
+  close(fd);
+  const ToolRun r = RunTool(BinDir() + "/walfs sync " + Root());
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("the sync failed: Input/output error"), std::string::npos) << r.out;
+  const std::string text = ReadFile(Ctl("sync"));
+  EXPECT_EQ(StatIn(text, "failed"), 2) << text;
+  EXPECT_NE(text.find("last_error "), std::string::npos) << text;
+  Fault("clear");
+  if (ShutDown()) {
+    RemountAfterShutdown();
+  } else {
+    Remount();
+  }
+  EXPECT_EQ(ReadFile(Path("before")), "x");
+}
+
 TEST_F(IoError, AFailedDataWriteIsThatWritesEioAndTheFilesystemStaysUp) {
   ASSERT_EQ(WriteAndFsync("before", "x"), 0);
   Fault("write 1");
