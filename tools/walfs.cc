@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,9 +43,11 @@ namespace {
 struct Config {
   char* image = nullptr;
   char* wake = nullptr;
-  unsigned logbufs = 8;
-  unsigned logbsize = 32 * 1024;
-  unsigned threads = 0;
+  // Numbers are taken as text and parsed whole (fuse_opt's %u takes "-3"
+  // as 4294967293 and "5s" as 5): ParseNumber.
+  char* logbufs = nullptr;
+  char* logbsize = nullptr;
+  char* threads = nullptr;
   char* commit = nullptr;  // seconds; parsed whole (fuse_opt's %u ignores trailing text)
   int writeback_cache = -1;  // -1: the default (on)
   char* wb_reserve_mb = nullptr;
@@ -54,9 +57,9 @@ struct Config {
   int sync_io = 0;  // io=sync: pread/pwrite instead of io_uring
   int fault_injection = 0;
   char* trace_wakeup = nullptr;
-  unsigned trace_delay_us = 0;
+  char* trace_delay_us = nullptr;
   char* trace_recursion = nullptr;
-  unsigned trace_buffer_kb = 0;
+  char* trace_buffer_kb = nullptr;
   // What the kernel may cache and skip (mount/kernel_policy.h).
   char* attr_timeout = nullptr;
   char* entry_timeout = nullptr;
@@ -64,6 +67,7 @@ struct Config {
   int flush_requests = 0;
   int opendir_requests = 0;
   int no_killpriv_v2 = 0;
+  int remount = 0;
   int help = 0;
 
   Config() = default;
@@ -72,7 +76,8 @@ struct Config {
   // fuse_opt_parse strdup()s every string option.
   ~Config() {
     for (char* p :
-         {image, wake, commit, trace_wakeup, trace_recursion, attr_timeout, entry_timeout, negative_timeout, wb_reserve_mb})
+         {image, wake, commit, trace_wakeup, trace_recursion, attr_timeout, entry_timeout, negative_timeout, wb_reserve_mb,
+          logbufs, logbsize, threads, trace_delay_us, trace_buffer_kb})
       free(p);
   }
 };
@@ -80,9 +85,9 @@ struct Config {
 #define WALFS_OPT(t, p) {t, offsetof(Config, p), 1}
 const fuse_opt kOptions[] = {
     WALFS_OPT("wake=%s", wake),
-    WALFS_OPT("logbufs=%u", logbufs),
-    WALFS_OPT("logbsize=%u", logbsize),
-    WALFS_OPT("threads=%u", threads),
+    WALFS_OPT("logbufs=%s", logbufs),
+    WALFS_OPT("logbsize=%s", logbsize),
+    WALFS_OPT("threads=%s", threads),
     WALFS_OPT("commit=%s", commit),
     {"writeback_cache", offsetof(Config, writeback_cache), 1},
     {"nowriteback_cache", offsetof(Config, writeback_cache), 0},
@@ -92,9 +97,9 @@ const fuse_opt kOptions[] = {
     WALFS_OPT("io=sync", sync_io),
     WALFS_OPT("fault_injection", fault_injection),
     WALFS_OPT("trace_wakeup=%s", trace_wakeup),
-    WALFS_OPT("trace_delay_us=%u", trace_delay_us),
+    WALFS_OPT("trace_delay_us=%s", trace_delay_us),
     WALFS_OPT("trace_recursion=%s", trace_recursion),
-    WALFS_OPT("trace_buffer_kb=%u", trace_buffer_kb),
+    WALFS_OPT("trace_buffer_kb=%s", trace_buffer_kb),
     WALFS_OPT("attr_timeout=%s", attr_timeout),
     WALFS_OPT("entry_timeout=%s", entry_timeout),
     WALFS_OPT("negative_timeout=%s", negative_timeout),
@@ -111,6 +116,10 @@ int ProcessArg(void* data, const char* arg, int key, fuse_args*) {
   if (key == FUSE_OPT_KEY_NONOPT && cfg->image == nullptr) {
     cfg->image = strdup(arg);
     return 0;  // consumed: the mountpoint is left for fuse_parse_cmdline
+  }
+  if (key == FUSE_OPT_KEY_OPT && std::strcmp(arg, "remount") == 0) {
+    cfg->remount = 1;  // mount(8) runs the helper for `mount -o remount,...`
+    return 0;
   }
   if (key == FUSE_OPT_KEY_OPT && (std::strcmp(arg, "ro") == 0)) {
     cfg->ro = 1;
@@ -161,6 +170,38 @@ int Fail(const std::string& msg) {
   return 1;
 }
 
+// Why mounting `image` on `mountpoint` would hide the image from its own
+// users (the mountpoint is the image, or a directory above it), or "".
+std::string HidesImage(const char* image, const char* mountpoint) {
+  std::error_code ec;
+  const std::filesystem::path img = std::filesystem::weakly_canonical(image, ec);
+  if (ec) return "";
+  const std::filesystem::path mnt = std::filesystem::weakly_canonical(mountpoint, ec);
+  if (ec) return "";
+  if (img == mnt) return fmt::format("{}: the image cannot be its own mountpoint", image);
+  const auto [m, i] = std::mismatch(mnt.begin(), mnt.end(), img.begin(), img.end());
+  if (m == mnt.end())
+    return fmt::format("{}: mounting on {} would hide the image under its own mount; mount it elsewhere", image,
+                       mountpoint);
+  return "";
+}
+
+// `name=text` as a whole number from lo to hi into *out (untouched when the
+// option was not given); false after printing why not.
+bool ParseNumber(const char* name, const char* text, std::uint64_t lo, std::uint64_t hi, std::uint64_t* out,
+                 std::string_view unit = "") {
+  if (text == nullptr) return true;
+  const std::string_view v(text);
+  std::uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n < lo || n > hi) {
+    Fail(fmt::format("{}={}: must be a whole number from {} to {}{}{}", name, v, lo, hi, unit.empty() ? "" : " ", unit));
+    return false;
+  }
+  *out = n;
+  return true;
+}
+
 // A cache timeout option's seconds: a number from 0 to a year.
 bool ParseTimeout(const char* text, double* out) {
   if (text == nullptr) return true;
@@ -197,6 +238,10 @@ int main(int argc, char** argv) {
     Usage(argv[0]);
     return 0;
   }
+  if (cfg.remount)
+    return Fail(
+        "remount is not supported: a FUSE daemon cannot change a mount it serves; to make a walfs mount "
+        "read-only (or writable again), unmount it and mount it again with (or without) -o ro");
   if (fuse_parse_cmdline(&args, &cmd) != 0) return Fail("bad command line (see walfs --help)");
   if (cmd.show_help) {
     Usage(argv[0]);
@@ -210,6 +255,12 @@ int main(int argc, char** argv) {
     Usage(argv[0]);
     return 1;
   }
+  if (cmd.max_threads == 0 || cmd.max_threads > 100'000)
+    return Fail(fmt::format("max_threads={}: must be a whole number from 1 to 100000 threads", cmd.max_threads));
+  if (std::string why = HidesImage(cfg.image, cmd.mountpoint); !why.empty()) return Fail(why);
+  // A mount walfs will not write is read-only to the kernel too: /proc/mounts
+  // says ro, and writes are refused before they reach walfs.
+  if (cfg.norecovery && !cfg.ro) fuse_opt_add_arg(&args, "-oro");
   // Kernel-side permission checks: walfs stores modes and owners; the kernel
   // enforces them.  Mounted as root, other users may use it (like a kernel fs).
   fuse_opt_add_arg(&args, "-odefault_permissions");
@@ -221,17 +272,21 @@ int main(int argc, char** argv) {
   mo.image = cfg.image;
   mo.read_only = cfg.ro || cfg.norecovery;
   mo.norecovery = cfg.norecovery;
-  mo.logbufs = cfg.logbufs;
-  mo.logbsize = cfg.logbsize;
   mo.io_uring = !cfg.sync_io;
-  if (cfg.commit != nullptr) {
-    const std::string_view v(cfg.commit);
-    unsigned seconds = 0;
-    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
-    if (v.empty() || ec != std::errc() || end != v.data() + v.size() || seconds > 86400)
-      return Fail(fmt::format("commit={}: the interval is 0 to 86400 seconds (0: no timed commits)", v));
-    mo.commit_interval_s = seconds;
-  }
+  std::uint64_t n = mo.commit_interval_s;
+  if (!ParseNumber("commit", cfg.commit, 0, 86400, &n, "seconds (0: no timed commits)")) return 1;
+  mo.commit_interval_s = static_cast<std::uint32_t>(n);
+  n = mo.logbufs;
+  if (!ParseNumber("logbufs", cfg.logbufs, 2, 16, &n, "log buffers")) return 1;
+  mo.logbufs = static_cast<std::uint32_t>(n);
+  n = mo.logbsize;
+  if (!ParseNumber("logbsize", cfg.logbsize, 16384, 57856, &n, "bytes")) return 1;
+  mo.logbsize = static_cast<std::uint32_t>(n);
+  std::uint64_t idle_threads = 0;  // 0: libfuse's default
+  if (!ParseNumber("threads", cfg.threads, 1, 100'000, &idle_threads, "threads")) return 1;
+  std::uint64_t trace_delay_us = 0, trace_buffer_kb = 0;
+  if (!ParseNumber("trace_delay_us", cfg.trace_delay_us, 1, 10'000'000, &trace_delay_us, "microseconds")) return 1;
+  if (!ParseNumber("trace_buffer_kb", cfg.trace_buffer_kb, 4, 1'048'576, &trace_buffer_kb, "KiB")) return 1;
   mo.fault_injection = cfg.fault_injection != 0;
   if (cfg.wake) {
     auto m = walfs::journal::ParseWakeMode(cfg.wake);
@@ -240,13 +295,10 @@ int main(int argc, char** argv) {
   }
   walfs::mount::KernelPolicy policy;
   policy.writeback_cache = cfg.writeback_cache != 0;
-  if (cfg.wb_reserve_mb != nullptr) {
-    const std::string_view v(cfg.wb_reserve_mb);
-    unsigned mb = 0;
-    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), mb);
-    if (v.empty() || ec != std::errc() || end != v.data() + v.size() || mb > 1'048'576)
-      return Fail(fmt::format("wb_reserve_mb={}: the reserve is 0 to 1048576 MiB", v));
-    policy.writeback_reserve_bytes = std::uint64_t{mb} << 20;
+  {
+    std::uint64_t mb = policy.writeback_reserve_bytes >> 20;
+    if (!ParseNumber("wb_reserve_mb", cfg.wb_reserve_mb, 0, 1'048'576, &mb, "MiB")) return 1;
+    policy.writeback_reserve_bytes = mb << 20;
   }
   policy.trace_poll = cfg.trace_poll != 0;
   policy.skip_flush = cfg.flush_requests == 0;
@@ -319,14 +371,19 @@ int main(int argc, char** argv) {
     walfs::tracing::TracerOptions to = tracer.options();
     if (trace_wakeup) to.wakeup = *trace_wakeup;
     if (trace_recursion) to.recursion = *trace_recursion;
-    if (cfg.trace_delay_us) to.wakeup_delay_us = cfg.trace_delay_us;
-    if (cfg.trace_buffer_kb) to.buffer_size_kb = cfg.trace_buffer_kb;
+    if (trace_delay_us) to.wakeup_delay_us = static_cast<std::uint32_t>(trace_delay_us);
+    if (trace_buffer_kb) to.buffer_size_kb = static_cast<std::uint32_t>(trace_buffer_kb);
     walfs::Status s = tracer.SetOptions(to);
     if (!s.ok()) return report_and_exit(fmt::format("tracer options: {}", s.message()));
   }
   auto fs = walfs::fs::Filesystem::Mount(mo);
-  if (!fs.ok()) return report_and_exit(fmt::format("{}: {}", cfg.image, fs.status().ToString()));
-  if (cmd.foreground) fmt::print(stderr, "walfs: {}: {}\n", cfg.image, (*fs)->Describe());
+  if (!fs.ok()) {
+    // The message names the image itself when it came from opening it.
+    const std::string_view why = fs.status().message();
+    return report_and_exit(why.find(cfg.image) != std::string_view::npos ? std::string(why)
+                                                                           : fmt::format("{}: {}", cfg.image, why));
+  }
+  if (cmd.foreground) fmt::print(stderr, "walfs: {}\n", (*fs)->Describe());
 
   walfs::mount::FuseServer server(fs->get(), policy);
   fuse_session* se = fuse_session_new(&args, &walfs::mount::FuseServer::Operations(),
@@ -368,8 +425,13 @@ int main(int argc, char** argv) {
   } else {
     fuse_loop_config* lc = fuse_loop_cfg_create();
     fuse_loop_cfg_set_clone_fd(lc, cmd.clone_fd);
-    if (cmd.max_threads > 0 && cmd.max_threads <= 100000) fuse_loop_cfg_set_max_threads(lc, cmd.max_threads);
-    fuse_loop_cfg_set_idle_threads(lc, cfg.threads ? cfg.threads : cmd.max_idle_threads);
+    fuse_loop_cfg_set_max_threads(lc, cmd.max_threads);  // checked above
+    // Only a value someone gave: libfuse's "unset" (UINT_MAX) makes it print
+    // "Ignoring invalid max threads value" on every mount.
+    if (idle_threads > 0)
+      fuse_loop_cfg_set_idle_threads(lc, static_cast<unsigned>(idle_threads));
+    else if (cmd.max_idle_threads <= 100'000)
+      fuse_loop_cfg_set_idle_threads(lc, cmd.max_idle_threads);
     rc = fuse_session_loop_mt(se, lc);
     fuse_loop_cfg_destroy(lc);
   }
