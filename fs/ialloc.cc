@@ -159,7 +159,14 @@ Result<std::uint64_t> InodeAllocator::PickInAg(FsTransaction* tx, std::uint32_t 
   const bool held_before = tx->Holds(agh);
   if (!tx->HoldAgHeader(agh, agno))
     return Status::WouldBlock(fmt::format("AG {} is busy and lower than an AG this transaction holds", agno));
-  Result<MapSlot> found = FindRecord(tx, agno, Find::kFree, 0);
+  // The AG header counts the AG's free inodes (held: nothing changes them
+  // under us): with none, searching the whole map for one -- every imap
+  // block read and every record decoded, once per 64 creates -- only finds
+  // that out.  A count that disagrees with the map is fsck's business; here
+  // it can only cost a chunk.
+  Result<MapSlot> found = DecodeFixed32(Bytes(agh) + kIfreeOffset) == 0
+                              ? Result<MapSlot>(Status::NotFound(fmt::format("AG {}: no free inode", agno)))
+                              : FindRecord(tx, agno, Find::kFree, 0);
   MapSlot s;
   if (found.ok()) {
     s = std::move(found).value();
