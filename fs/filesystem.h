@@ -58,6 +58,13 @@ struct MountOptions {
   bool fault_injection = false;
 };
 
+// How a write ends that runs out of space part way (Filesystem::Write).
+// The FUSE adapter picks by the path the kernel took: its buffered write
+// passes a short count on to the caller, its direct-I/O path (O_DIRECT, with
+// FUSE_CAP_ASYNC_DIO) turns any short reply into EIO, so an O_DIRECT write
+// must be whole or ENOSPC.
+enum class NoSpaceWrite { kShort, kWhole };
+
 // Who is asking (new files' owners).
 struct Caller {
   std::uint32_t uid = 0, gid = 0;
@@ -131,7 +138,12 @@ class Filesystem {
 
   // ---- Data ----
   Result<std::size_t> Read(std::uint64_t ino, std::uint64_t offset, std::size_t size, char* out);
-  Result<std::size_t> Write(std::uint64_t ino, std::uint64_t offset, const char* data, std::size_t size);
+  // A write that runs out of space part way is short (`kShort`: the bytes
+  // placed count, POSIX) or fails whole (`kWhole`: ENOSPC, the blocks it
+  // allocated given back and the size unchanged).  Either way ENOSPC when
+  // nothing could be placed.
+  Result<std::size_t> Write(std::uint64_t ino, std::uint64_t offset, const char* data, std::size_t size,
+                            NoSpaceWrite at_enospc = NoSpaceWrite::kShort);
   Status Fsync(std::uint64_t ino, bool datasync);
   Status Fallocate(std::uint64_t ino, int mode, std::uint64_t offset, std::uint64_t length);
   Result<std::uint64_t> Lseek(std::uint64_t ino, std::uint64_t offset, int whence);
@@ -170,9 +182,11 @@ class Filesystem {
   Status Truncate(const InodeRef& ip, std::uint64_t size);
   Status UnmapRange(const InodeRef& ip, std::uint64_t first, std::uint64_t end);
   Status ZeroTail(const InodeRef& ip, std::uint64_t from, std::uint64_t to);
-  // The bytes written from `offset`: all of `size`, or fewer when space ran
-  // out part way (ENOSPC only when nothing could be written).
-  Result<std::size_t> WriteBlocks(const InodeRef& ip, std::uint64_t offset, const char* data, std::size_t size);
+  // The bytes written from `offset`: all of `size`, or (kShort) fewer when
+  // space ran out part way; ENOSPC when nothing could be written, or
+  // (kWhole) when not all of it could, after unmapping the blocks it mapped.
+  Result<std::size_t> WriteBlocks(const InodeRef& ip, std::uint64_t offset, const char* data, std::size_t size,
+                                  NoSpaceWrite at_enospc);
   // Where new blocks for file block `pos` should go: right after the disk
   // block that maps pos - 1, else near the inode.
   Result<std::uint64_t> DataGoal(const InodeRef& ip, std::uint64_t pos);

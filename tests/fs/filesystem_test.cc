@@ -1216,6 +1216,43 @@ TEST_F(FilesystemTest, AWriteLargerThanTheFreeSpaceIsShortAndTheNextIsENOSPC) {
   UnlinkAndForget(root_, "fill");
 }
 
+// O_DIRECT through FUSE cannot be short (the kernel turns a short reply into
+// EIO), so such a write is whole or ENOSPC, and gives back what it took.
+TEST_F(FilesystemTest, AWholeWriteThatRunsOutOfSpaceIsENOSPCAndGivesBackTheBlocksItMapped) {
+  Make(16ull << 20, {.ag_count = 1});
+  if (HasFatalFailure()) return;
+  const std::string chunk = Pattern(1 << 20, 5);
+  const std::uint64_t fill = Create(root_, "fill");
+  FillUntilENOSPC(fs_.get(), fill, chunk);
+  Truncate(fill, Stat(fill).st_size - 64 * kBs);  // room for a quarter of a MiB
+  const std::uint64_t g = Create(root_, "g");
+  Write(g, 8 * kBs, "kept");  // a block already there, in the middle of what follows
+  const std::uint64_t free_before = FreeBlocks();
+  auto n = fs_->Write(g, 0, chunk.data(), chunk.size(), NoSpaceWrite::kWhole);
+  ASSERT_FALSE(n.ok()) << "wrote " << *n;
+  EXPECT_EQ(Err(n), ENOSPC);
+  EXPECT_EQ(Stat(g).st_size, static_cast<off_t>(8 * kBs + 4)) << "the size did not move";
+  EXPECT_EQ(Stat(g).st_blocks, 8) << "only the block that was there";
+  EXPECT_EQ(FreeBlocks(), free_before) << "every block the write mapped went back";
+  std::string model(8 * kBs + 4, '\0');
+  model.replace(8 * kBs, 4, "kept");
+  const std::string got = ReadAll(g);
+  EXPECT_TRUE(SameBytes(got.substr(0, 8 * kBs), model.substr(0, 8 * kBs))) << "the holes are holes again";
+  // What fits goes in whole; the same write allowed to be short fills the rest.
+  Write(g, 0, chunk.substr(0, 16 * kBs));
+  auto whole = fs_->Write(g, 16 * kBs, chunk.data(), 16 * kBs, NoSpaceWrite::kWhole);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_EQ(*whole, 16 * kBs);
+  auto shorter = fs_->Write(g, 32 * kBs, chunk.data(), chunk.size(), NoSpaceWrite::kShort);
+  ASSERT_TRUE(shorter.ok()) << shorter.status().ToString();
+  EXPECT_GT(*shorter, 0u);
+  EXPECT_LT(*shorter, chunk.size());
+  Unmount();
+  ExpectFsckClean();
+  Mount();
+  EXPECT_TRUE(SameBytes(Read(g, 0, 16 * kBs), chunk.substr(0, 16 * kBs)));
+}
+
 // ================================================================ crashes
 
 TEST_F(FilesystemTest, EverythingSurvivesACleanRemount) {
