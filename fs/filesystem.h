@@ -182,6 +182,11 @@ class Filesystem {
   Status Truncate(const InodeRef& ip, std::uint64_t size);
   Status UnmapRange(const InodeRef& ip, std::uint64_t first, std::uint64_t end);
   Status ZeroTail(const InodeRef& ip, std::uint64_t from, std::uint64_t to);
+  // Maps the holes among file blocks [pos, end) with unwritten blocks.
+  Status Preallocate(const InodeRef& ip, std::uint64_t pos, std::uint64_t end);
+  // FALLOC_FL_ZERO_RANGE over bytes [offset, end_byte), whose blocks are
+  // all mapped: whole blocks marked unwritten, partial ones zeroed in place.
+  Status ZeroRange(const InodeRef& ip, std::uint64_t offset, std::uint64_t end_byte);
   // The bytes written from `offset`: all of `size`, or (kShort) fewer when
   // space ran out part way; ENOSPC when nothing could be written, or
   // (kWhole) when not all of it could, after unmapping the blocks it mapped.

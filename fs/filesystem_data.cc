@@ -352,7 +352,8 @@ Result<struct stat> Filesystem::SetAttr(std::uint64_t ino, const struct stat& at
 
 Status Filesystem::Fallocate(std::uint64_t ino, int mode, std::uint64_t offset, std::uint64_t length) {
   WALFS_RETURN_IF_ERROR(CheckWritable());
-  if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE)) return Errno(EOPNOTSUPP, "fallocate mode");
+  if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) return Errno(EOPNOTSUPP, "fallocate mode");
+  if ((mode & FALLOC_FL_PUNCH_HOLE) && (mode & FALLOC_FL_ZERO_RANGE)) return Errno(EOPNOTSUPP, "punch with zero-range");
   if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE)) return Errno(EOPNOTSUPP, "punch without keep-size");
   if (length == 0) return Errno(EINVAL, "zero length");
   if (offset > kMaxFileSize || length > kMaxFileSize - offset) return Errno(EFBIG, "file too large");
@@ -373,32 +374,8 @@ Status Filesystem::Fallocate(std::uint64_t ino, int mode, std::uint64_t offset, 
       if (first_full < end_full) WALFS_RETURN_IF_ERROR(UnmapRange(ip, first_full, end_full));
     }
   } else {
-    std::uint64_t pos = offset / bs;
-    const std::uint64_t end = (end_byte + bs - 1) / bs;
-    while (pos < end) {
-      WALFS_ASSIGN_OR_RETURN(std::vector<Extent> over, maps_->Overlapping(ip->Core(), pos, end));
-      if (!over.empty() && over.front().file_block <= pos) {
-        pos = EndOf(over.front());
-        continue;
-      }
-      const std::uint64_t hole_end = over.empty() ? end : std::min(end, over.front().file_block);
-      const auto want = static_cast<std::uint32_t>(std::min<std::uint64_t>(hole_end - pos, kMaxAllocRun));
-      Op op(this);
-      WALFS_RETURN_IF_ERROR(op.Begin(TransType::kWrite, want + kMapChangeBlocks));
-      WALFS_ASSIGN_OR_RETURN(const std::uint64_t goal, DataGoal(ip, pos));
-      Result<Extent> got = alloc_->Alloc(op.tx(), {.goal = goal, .min = 1, .want = want});
-      if (!got.ok()) return got.status().IsNoSpace() ? Errno(ENOSPC, got.status().message()) : got.status();
-      Extent e = *got;
-      e.file_block = pos;
-      e.unwritten = true;
-      InodeCore c = ip->Core();
-      WALFS_RETURN_IF_ERROR(maps_->Map(op.tx(), &c, e));
-      c.nblocks += e.length;
-      StoreCore(ip, c);
-      op.Dirty(ip);
-      WALFS_RETURN_IF_ERROR(op.Commit().status());
-      pos += e.length;
-    }
+    WALFS_RETURN_IF_ERROR(Preallocate(ip, offset / bs, (end_byte + bs - 1) / bs));
+    if (mode & FALLOC_FL_ZERO_RANGE) WALFS_RETURN_IF_ERROR(ZeroRange(ip, offset, end_byte));
   }
   if (!(mode & FALLOC_FL_KEEP_SIZE) && end_byte > ip->Core().size)
     WALFS_RETURN_IF_ERROR(ZeroTail(ip, ip->Core().size, end_byte));  // see Write
@@ -410,6 +387,62 @@ Status Filesystem::Fallocate(std::uint64_t ino, int mode, std::uint64_t offset, 
   StoreCore(ip, c);
   op.Dirty(ip);
   return op.Commit().status();
+}
+
+Status Filesystem::Preallocate(const InodeRef& ip, std::uint64_t pos, std::uint64_t end) {
+  while (pos < end) {
+    WALFS_ASSIGN_OR_RETURN(std::vector<Extent> over, maps_->Overlapping(ip->Core(), pos, end));
+    if (!over.empty() && over.front().file_block <= pos) {
+      pos = EndOf(over.front());
+      continue;
+    }
+    const std::uint64_t hole_end = over.empty() ? end : std::min(end, over.front().file_block);
+    const auto want = static_cast<std::uint32_t>(std::min<std::uint64_t>(hole_end - pos, kMaxAllocRun));
+    Op op(this);
+    WALFS_RETURN_IF_ERROR(op.Begin(TransType::kWrite, want + kMapChangeBlocks));
+    WALFS_ASSIGN_OR_RETURN(const std::uint64_t goal, DataGoal(ip, pos));
+    Result<Extent> got = alloc_->Alloc(op.tx(), {.goal = goal, .min = 1, .want = want});
+    if (!got.ok()) return got.status().IsNoSpace() ? Errno(ENOSPC, got.status().message()) : got.status();
+    Extent e = *got;
+    e.file_block = pos;
+    e.unwritten = true;
+    InodeCore c = ip->Core();
+    WALFS_RETURN_IF_ERROR(maps_->Map(op.tx(), &c, e));
+    c.nblocks += e.length;
+    StoreCore(ip, c);
+    op.Dirty(ip);
+    WALFS_RETURN_IF_ERROR(op.Commit().status());
+    pos += e.length;
+  }
+  return Status::Ok();
+}
+
+Status Filesystem::ZeroRange(const InodeRef& ip, std::uint64_t offset, std::uint64_t end_byte) {
+  const std::uint64_t bs = sb_.block_size;
+  const std::uint64_t first_full = (offset + bs - 1) / bs, end_full = end_byte / bs;
+  if (first_full < end_full) {
+    // Whole blocks turn unwritten, in one reservation taken before any
+    // change, so an ENOSPC leaves the data as it was.  Only the extents cut
+    // at the range's two edges grow the map; the pool kept for freeing may
+    // pay for that, as XFS's unwritten conversions use its reserve pool.
+    Op op(this);
+    WALFS_RETURN_IF_ERROR(op.Begin(TransType::kWrite, 2 * kMapChangeBlocks, /*freeing=*/true));
+    for (;;) {
+      InodeCore c = ip->Core();
+      WALFS_ASSIGN_OR_RETURN(bool done, maps_->MarkUnwritten(op.tx(), &c, first_full, end_full));
+      StoreCore(ip, c);
+      op.Dirty(ip);
+      if (done) break;
+      WALFS_RETURN_IF_ERROR(op.Roll());
+    }
+    WALFS_RETURN_IF_ERROR(op.Commit().status());
+  }
+  // The partial blocks at the edges are zeroed in place where they hold
+  // data (the rest of the range is unwritten by now: Preallocate mapped its
+  // holes).
+  if (first_full >= end_full) return ZeroTail(ip, offset, end_byte);
+  WALFS_RETURN_IF_ERROR(ZeroTail(ip, offset, first_full * bs));
+  return ZeroTail(ip, end_full * bs, end_byte);
 }
 
 Result<std::uint64_t> Filesystem::Lseek(std::uint64_t ino, std::uint64_t offset, int whence) {

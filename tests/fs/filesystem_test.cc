@@ -943,6 +943,55 @@ TEST_F(FilesystemTest, FallocateRefusesBadModesLengthsAndFileTypes) {
   EXPECT_EQ(Stat(f).st_size, 0);
 }
 
+TEST_F(FilesystemTest, ZeroRangeZeroesDataHolesAndUnwrittenBlocksAndLeavesThemAllAllocated) {
+  const std::uint64_t f = Create(root_, "f");
+  const std::string data = Pattern(8 * kBs, 11);
+  Write(f, 0, data);                                       // blocks 0-7 written
+  ASSERT_TRUE(fs_->Fallocate(f, 0, 12 * kBs, 4 * kBs).ok());  // 8-11 a hole, 12-15 unwritten
+  Write(f, 14 * kBs, "tail");
+  const std::uint64_t free_before = FreeBlocks();
+  ASSERT_TRUE(fs_->Fallocate(f, FALLOC_FL_ZERO_RANGE, 1000, 14 * kBs + 50 - 1000).ok());
+  std::string model(16 * kBs, '\0');
+  model.replace(0, 1000, data.substr(0, 1000));
+  EXPECT_EQ(Stat(f).st_size, static_cast<off_t>(16 * kBs)) << "inside the file: the size stays";
+  EXPECT_TRUE(SameBytes(ReadAll(f), model));
+  EXPECT_EQ(free_before - FreeBlocks(), 4u) << "the hole is allocated, nothing else";
+  EXPECT_EQ(Stat(f).st_blocks, 16 * 8);
+  auto hole = fs_->Lseek(f, 0, SEEK_HOLE);
+  ASSERT_TRUE(hole.ok());
+  EXPECT_EQ(*hole, 16 * kBs) << "no hole is left in the range";
+  // Writes into the zeroed range need no block and land as usual.
+  Write(f, 3 * kBs + 7, "again");
+  model.replace(3 * kBs + 7, 5, "again");
+  EXPECT_EQ(free_before - FreeBlocks(), 4u);
+  EXPECT_TRUE(SameBytes(ReadAll(f), model));
+  Remount();
+  EXPECT_TRUE(SameBytes(ReadAll(f), model));
+  // Crash-safe too: fsynced, crashed, recovered.
+  ASSERT_TRUE(fs_->Fallocate(f, FALLOC_FL_ZERO_RANGE, 0, kBs).ok());
+  model.replace(0, kBs, std::string(kBs, '\0'));
+  ASSERT_TRUE(fs_->Fsync(f, false).ok());
+  Crash();
+  Mount();
+  EXPECT_TRUE(SameBytes(ReadAll(f), model));
+}
+
+TEST_F(FilesystemTest, ZeroRangePastTheEndGrowsTheFileOnlyWithoutKeepSize) {
+  const std::uint64_t f = Create(root_, "f");
+  Write(f, 0, "abc");
+  ASSERT_TRUE(fs_->Fallocate(f, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 2, 4 * kBs).ok());
+  EXPECT_EQ(Stat(f).st_size, 3);
+  EXPECT_EQ(Stat(f).st_blocks, 5 * 8) << "allocated past the end";
+  EXPECT_TRUE(SameBytes(ReadAll(f), std::string("ab\0", 3)));
+  ASSERT_TRUE(fs_->Fallocate(f, FALLOC_FL_ZERO_RANGE, 6 * kBs, 100).ok());
+  EXPECT_EQ(Stat(f).st_size, static_cast<off_t>(6 * kBs + 100));
+  std::string model(6 * kBs + 100, '\0');
+  model.replace(0, 2, "ab");
+  EXPECT_TRUE(SameBytes(ReadAll(f), model));
+  EXPECT_EQ(Err(fs_->Fallocate(f, FALLOC_FL_ZERO_RANGE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, kBs)),
+            EOPNOTSUPP);
+}
+
 // ================================================================ lseek
 
 TEST_F(FilesystemTest, SeekDataAndSeekHoleFollowTheExtentMap) {
@@ -1251,6 +1300,36 @@ TEST_F(FilesystemTest, AWholeWriteThatRunsOutOfSpaceIsENOSPCAndGivesBackTheBlock
   ExpectFsckClean();
   Mount();
   EXPECT_TRUE(SameBytes(Read(g, 0, 16 * kBs), chunk.substr(0, 16 * kBs)));
+}
+
+// Zeroing blocks a file has needs no free block (their map change may use
+// the pool kept for freeing); a range over holes needs new ones, and a full
+// filesystem refuses it before anything is zeroed: the data and the size
+// stay as they were.
+TEST_F(FilesystemTest, ZeroRangeOnAFullFilesystemWorksOverAllocatedBlocksAndIsACleanENOSPCOverHoles) {
+  Make(16ull << 20, {.ag_count = 1});
+  if (HasFatalFailure()) return;
+  const std::uint64_t f = Create(root_, "f");
+  std::string model_f = Pattern(32 * kBs, 12);
+  Write(f, 0, model_f);
+  const std::uint64_t g = Create(root_, "g");
+  std::string model_g(20 * kBs + 3, '\0');
+  model_g.replace(0, kBs, Pattern(kBs, 13));
+  model_g.replace(20 * kBs, 3, "end");
+  Write(g, 0, model_g.substr(0, kBs));
+  Write(g, 20 * kBs, "end");  // blocks 1-19 a hole
+  FillUntilENOSPC(fs_.get(), Create(root_, "fill"), Pattern(1 << 20, 5));
+
+  ASSERT_TRUE(fs_->Fallocate(f, FALLOC_FL_ZERO_RANGE, 5 * kBs + 10, 10 * kBs).ok());
+  model_f.replace(5 * kBs + 10, 10 * kBs, std::string(10 * kBs, '\0'));
+  EXPECT_TRUE(SameBytes(ReadAll(f), model_f));
+  EXPECT_EQ(Err(fs_->Fallocate(g, FALLOC_FL_ZERO_RANGE, 100, 15 * kBs)), ENOSPC);
+  EXPECT_TRUE(SameBytes(ReadAll(g), model_g)) << "nothing zeroed";
+  EXPECT_EQ(Err(fs_->Fallocate(f, FALLOC_FL_ZERO_RANGE, 40 * kBs, 64 * kBs)), ENOSPC);
+  EXPECT_EQ(Stat(f).st_size, static_cast<off_t>(32 * kBs)) << "the size did not move";
+  Remount();
+  EXPECT_TRUE(SameBytes(ReadAll(f), model_f));
+  EXPECT_TRUE(SameBytes(ReadAll(g), model_g));
 }
 
 // ================================================================ crashes

@@ -143,6 +143,49 @@ TEST_F(Space, PunchHoleZerosTheRangeAndFreesItsBlocks) {
   close(fd);
 }
 
+TEST_F(Space, ZeroRangeZeroesTheRangeKeepsItAllocatedAndGrowsTheFileOnlyWithoutKeepSize) {
+  const int fd = open(Path("f").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_SYS(fd);
+  WriteZeros(fd, 4 * kMiB);  // 'z' bytes, through the page cache (kept: keep_cache)
+  ASSERT_SYS(fsync(fd));
+  const blkcnt_t full = Blocks(fd);
+  // Unaligned at both ends: partial blocks zeroed, whole ones in between.
+  ASSERT_SYS(fallocate(fd, FALLOC_FL_ZERO_RANGE, kMiB + 100, 2 * kMiB));
+  std::string buf(4 * kMiB, '?');
+  ASSERT_EQ(pread(fd, buf.data(), buf.size(), 0), 4 * kMiB);
+  EXPECT_TRUE(buf.substr(0, kMiB + 100) == std::string(kMiB + 100, 'z'));
+  EXPECT_TRUE(buf.substr(kMiB + 100, 2 * kMiB) == std::string(2 * kMiB, '\0')) << "the range reads zeros";
+  EXPECT_TRUE(buf.substr(3 * kMiB + 100) == std::string(kMiB - 100, 'z'));
+  struct stat st {};
+  ASSERT_SYS(fstat(fd, &st));
+  EXPECT_EQ(st.st_size, 4 * kMiB) << "inside the file the size stays";
+  EXPECT_GE(st.st_blocks, full) << "the zeroed range keeps its blocks";
+  // Past the end with KEEP_SIZE: allocated, the size unchanged.
+  ASSERT_SYS(fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 4 * kMiB, kMiB));
+  ASSERT_SYS(fstat(fd, &st));
+  EXPECT_EQ(st.st_size, 4 * kMiB);
+  EXPECT_GE(st.st_blocks * 512, 5 * kMiB);
+  // Past the end without it: the file grows over zeros.
+  ASSERT_SYS(fallocate(fd, FALLOC_FL_ZERO_RANGE, 5 * kMiB, kMiB + 5));
+  ASSERT_SYS(fstat(fd, &st));
+  EXPECT_EQ(st.st_size, 6 * kMiB + 5);
+  EXPECT_GE(st.st_blocks * 512, 6 * kMiB + 5);
+  std::string tail(2 * kMiB + 5, '?');
+  ASSERT_EQ(pread(fd, tail.data(), tail.size(), 4 * kMiB), 2 * kMiB + 5);
+  EXPECT_TRUE(tail == std::string(2 * kMiB + 5, '\0'));
+  // Writes into the zeroed range land as usual.
+  ASSERT_EQ(pwrite(fd, "back", 4, 2 * kMiB), 4);
+  close(fd);
+  if (OnWalfs()) Remount();
+  const std::string after = ReadFile(Path("f"));
+  ASSERT_EQ(after.size(), 6 * kMiB + 5);
+  std::string want(6 * kMiB + 5, '\0');
+  want.replace(0, kMiB + 100, std::string(kMiB + 100, 'z'));
+  want.replace(3 * kMiB + 100, kMiB - 100, std::string(kMiB - 100, 'z'));
+  want.replace(2 * kMiB, 4, "back");
+  EXPECT_TRUE(after == want) << "after a remount";
+}
+
 TEST_F(Space, SeekDataAndSeekHoleFindTheExtentsOfASparseFile) {
   const int fd = open(Path("f").c_str(), O_RDWR | O_CREAT, 0644);
   ASSERT_SYS(fd);
