@@ -123,9 +123,13 @@ class Filesystem {
   Result<std::string> Readlink(std::uint64_t ino);
   Status Unlink(std::uint64_t parent, std::string_view name);
   Status Rmdir(std::uint64_t parent, std::string_view name);
-  // flags: RENAME_NOREPLACE, RENAME_EXCHANGE.
+  // flags: RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT (the old name
+  // becomes a whiteout, a 0/0 character device owned by `c`, in the same
+  // transaction; overlayfs asks for it on its upper layer).  A rename that
+  // needs no new block (a name replaced, or one added where its directory
+  // has room) works on a full filesystem.
   Status Rename(std::uint64_t parent, std::string_view name, std::uint64_t new_parent,
-                std::string_view new_name, std::uint32_t flags);
+                std::string_view new_name, std::uint32_t flags, const Caller& c = {});
   Result<struct stat> Link(std::uint64_t ino, std::uint64_t new_parent, std::string_view new_name);
   // Entries with cookie >= offset ("." is 1, ".." 2); fn gets each entry and
   // the offset to resume after it, and returns false when full.
@@ -175,8 +179,14 @@ class Filesystem {
   Result<struct stat> CreateNode(const Caller& c, std::uint64_t parent, std::string_view name,
                                  std::uint32_t mode, std::uint32_t rdev, std::string_view symlink);
   Status RemoveName(std::uint64_t parent, std::string_view name, bool dir);
+  // wip: the whiteout to leave at `name` (RENAME_WHITEOUT), from CreateUnlinked.
   Status RenameLocked(Op& op, const InodeRef& sp, std::string_view name, const InodeRef& dp,
-                      std::string_view new_name, std::uint32_t flags);
+                      std::string_view new_name, std::uint32_t flags, const InodeRef& wip);
+  // A new inode with no name: nlink 0, on its AG's unlinked list (so a
+  // crash before it is linked frees it at the next mount), no lookups.  It
+  // is linked by the caller's next transaction (RemoveUnlinked) or freed
+  // with Inactivate.  XFS's xfs_create_tmpfile.
+  Result<InodeRef> CreateUnlinked(const Caller& c, const InodeRef& dp, std::uint32_t mode, std::uint32_t rdev);
 
   // Data helpers (filesystem_data.cc).
   Status Truncate(const InodeRef& ip, std::uint64_t size);

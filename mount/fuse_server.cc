@@ -198,7 +198,7 @@ void Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newp
   if (IsReservedName(parent, name) || IsReservedName(newparent, newname) || ControlDir::IsControlIno(parent) ||
       ControlDir::IsControlIno(newparent))
     return (void)FailErrno(req, EPERM);
-  Status st = s->fs()->Rename(s->ToFs(parent), name, s->ToFs(newparent), newname, flags);
+  Status st = s->fs()->Rename(s->ToFs(parent), name, s->ToFs(newparent), newname, flags, CallerOf(req));
   ReplyStatus(req, st);
 }
 

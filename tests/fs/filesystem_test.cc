@@ -684,6 +684,77 @@ TEST_F(FilesystemTest, RenameIntoABigDirectoryAndOutAgain) {
   EXPECT_EQ(List(big).size(), 2u + 299u);
 }
 
+// RENAME_WHITEOUT (overlayfs asks for it on its upper layer): the old name
+// becomes a whiteout -- a 0/0 character device owned by the caller -- in
+// the rename's own transaction.
+TEST_F(FilesystemTest, RenameWhiteoutLeavesAZeroZeroCharacterDeviceOwnedByTheCallerAtTheOldName) {
+  const std::uint64_t f = Create(root_, "a");
+  Write(f, 0, "data");
+  const std::uint64_t d = Mkdir(root_, "d");
+  const Caller who{1234, 5678};
+  ASSERT_TRUE(fs_->Rename(root_, "a", d, "b", RENAME_WHITEOUT, who).ok());
+  EXPECT_EQ(Ino(d, "b"), f);
+  EXPECT_TRUE(SameBytes(ReadAll(f), "data"));
+  auto expect_whiteout = [&](std::uint64_t dir, const std::string& name) {
+    const std::uint64_t w = Ino(dir, name);
+    ASSERT_NE(w, 0u);
+    const struct stat st = Stat(w);
+    EXPECT_EQ(st.st_mode, static_cast<mode_t>(S_IFCHR)) << name << ": mode " << std::oct << st.st_mode;
+    EXPECT_EQ(st.st_rdev, 0u);
+    EXPECT_EQ(st.st_uid, who.uid);
+    EXPECT_EQ(st.st_gid, who.gid);
+    EXPECT_EQ(st.st_nlink, 1u);
+    std::map<std::string, std::uint32_t> types;
+    ASSERT_TRUE(fs_->ReadDir(dir, 0, [&](std::string_view n, std::uint64_t, std::uint32_t t, std::uint64_t) {
+      types[std::string(n)] = t;
+      return true;
+    }).ok());
+    EXPECT_EQ(types[name], static_cast<std::uint32_t>(DT_CHR));
+  };
+  expect_whiteout(root_, "a");
+  EXPECT_EQ(Stat(d).st_nlink, 2u);
+  // Over an existing target in the same directory: the target goes, as in
+  // any rename.
+  const std::uint64_t x = Create(d, "x");
+  const std::uint64_t y = Create(d, "y");
+  ASSERT_TRUE(fs_->Rename(d, "x", d, "y", RENAME_WHITEOUT, who).ok());
+  EXPECT_EQ(Ino(d, "y"), x);
+  EXPECT_EQ(Stat(y).st_nlink, 0u);
+  fs_->Forget(y, 1);
+  expect_whiteout(d, "x");
+  // A directory moved out leaves one too, and its old parent loses the link.
+  const std::uint64_t sub = Mkdir(d, "sub");
+  ASSERT_TRUE(fs_->Rename(d, "sub", root_, "sub", RENAME_WHITEOUT, who).ok());
+  EXPECT_EQ(Ino(sub, ".."), root_);
+  EXPECT_EQ(Stat(d).st_nlink, 2u);
+  expect_whiteout(d, "sub");
+  Remount();
+  expect_whiteout(root_, "a");
+  expect_whiteout(d, "x");
+  expect_whiteout(d, "sub");
+  EXPECT_EQ(Ino(d, "b"), f);
+}
+
+TEST_F(FilesystemTest, ARefusedRenameWhiteoutLeavesNoInodeBehind) {
+  const std::uint64_t a = Create(root_, "a");
+  const std::uint64_t b = Create(root_, "b");
+  const std::uint64_t d = Mkdir(root_, "d");
+  Create(d, "inside");
+  const std::uint64_t e = Mkdir(root_, "e");
+  const std::uint64_t inodes = StatFs().f_ffree;
+  EXPECT_EQ(Err(fs_->Rename(root_, "a", root_, "b", RENAME_WHITEOUT | RENAME_EXCHANGE)), EINVAL);
+  EXPECT_EQ(Err(fs_->Rename(root_, "a", root_, "b", RENAME_WHITEOUT | RENAME_NOREPLACE)), EEXIST);
+  EXPECT_EQ(Err(fs_->Rename(root_, "missing", root_, "z", RENAME_WHITEOUT)), ENOENT);
+  EXPECT_EQ(Err(fs_->Rename(root_, "e", root_, "d", RENAME_WHITEOUT)), ENOTEMPTY);
+  EXPECT_EQ(Err(fs_->Rename(root_, "d", d, "self", RENAME_WHITEOUT)), EINVAL);
+  ASSERT_TRUE(fs_->Link(a, root_, "a2").ok());
+  ASSERT_TRUE(fs_->Rename(root_, "a", root_, "a2", RENAME_WHITEOUT).ok()) << "two names of one file: nothing to do";
+  EXPECT_EQ(StatFs().f_ffree, inodes) << "every whiteout made for a refused rename was freed";
+  EXPECT_EQ(Ino(root_, "a"), a);
+  EXPECT_EQ(Ino(root_, "b"), b);
+  EXPECT_EQ(Ino(root_, "e"), e);
+}
+
 // ================================================================ attributes
 
 TEST_F(FilesystemTest, SetAttrChangesModeOwnersAndTimes) {
@@ -1330,6 +1401,42 @@ TEST_F(FilesystemTest, ZeroRangeOnAFullFilesystemWorksOverAllocatedBlocksAndIsAC
   Remount();
   EXPECT_TRUE(SameBytes(ReadAll(f), model_f));
   EXPECT_TRUE(SameBytes(ReadAll(g), model_g));
+}
+
+// An editor's save-by-rename on a full disk (XFS: xfs_rename retries
+// without a block reservation): a rename that needs no new block works;
+// one whose directory would have to grow is ENOSPC and changes nothing.
+TEST_F(FilesystemTest, OnAFullFilesystemARenameThatNeedsNoBlockWorksAndOneThatDoesIsENOSPC) {
+  Make(16ull << 20, {.ag_count = 1});
+  if (HasFatalFailure()) return;
+  const std::uint64_t doc = Create(root_, "doc");
+  Write(doc, 0, "old");
+  const std::uint64_t tmp = Create(root_, "doc.tmp");
+  Write(tmp, 0, "new");
+  // An inline directory (336 bytes of entries) with room for a 100-byte
+  // name but not a 200-byte one: that one would make it a B+tree.
+  const std::uint64_t tight = Mkdir(root_, "tight");
+  Create(tight, std::string(200, 'a'));
+  const std::string long_name(200, 'b');
+  const std::uint64_t moving = Create(root_, long_name);
+  FillUntilENOSPC(fs_.get(), Create(root_, "fill"), Pattern(1 << 20, 5));
+
+  EXPECT_EQ(Err(fs_->Rename(root_, long_name, tight, long_name, 0)), ENOSPC);
+  EXPECT_EQ(Ino(root_, long_name), moving);
+  EXPECT_EQ(List(tight).size(), 3u) << "., .. and the 200-byte name";
+  ASSERT_TRUE(fs_->Rename(root_, "doc.tmp", root_, "doc", 0).ok()) << "over an existing name";
+  EXPECT_EQ(Ino(root_, "doc"), tmp);
+  EXPECT_FALSE(Exists(root_, "doc.tmp"));
+  fs_->Forget(doc, 1);  // the replaced file goes
+  ASSERT_TRUE(fs_->Rename(root_, long_name, tight, std::string(100, 'c'), 0).ok()) << "where there is room";
+  ASSERT_TRUE(fs_->Rename(root_, "doc", root_, "document", 0).ok()) << "in the same directory";
+  ASSERT_TRUE(fs_->Rename(root_, "document", tight, std::string(100, 'c'), RENAME_EXCHANGE).ok());
+  EXPECT_EQ(Ino(tight, std::string(100, 'c')), tmp);
+  EXPECT_EQ(Ino(root_, "document"), moving);
+  EXPECT_TRUE(SameBytes(ReadAll(tmp), "new"));
+  Remount();
+  EXPECT_EQ(Ino(tight, std::string(100, 'c')), tmp);
+  EXPECT_EQ(List(tight).size(), 4u);
 }
 
 // ================================================================ crashes

@@ -357,5 +357,39 @@ TEST_F(SmallImage, ODirectAndBufferedWritesOnANearlyFullDiskGetENOSPCNeverEIO) {
   Empty({Path("fill"), Path("d1"), Path("b1")}, free_before);
 }
 
+// An editor saves by writing a temporary file and renaming it over the
+// original; on a full disk the write may fail but the rename must not:
+// replacing a name, or adding one where its directory has room, needs no
+// new block (XFS retries such renames without a block reservation).
+TEST_F(SmallImage, RenamesThatNeedNoNewBlockWorkOnAFullDisk) {
+  if (FsBytes() > 1024 * kMiB) GTEST_SKIP() << "filesystem under test is too big to fill";
+  const unsigned long long free_before = FreeBytes();
+  WriteFile(Path("doc"), "old version");
+  WriteFile(Path("doc.tmp"), "new version");
+  ASSERT_SYS(mkdir(Path("sub").c_str(), 0755));
+  WriteFile(Path("sub/x"), "x");
+  ASSERT_GT(FillUp(Path("fill")), 0);
+  {
+    // The editor's write may fail now; its file keeps what it had.
+    const int fd = open(Path("doc.tmp").c_str(), O_WRONLY | O_APPEND);
+    ASSERT_SYS(fd);
+    const std::string more(kMiB, 'm');
+    const ssize_t n = write(fd, more.data(), more.size());
+    EXPECT_TRUE(n >= 0 || errno == ENOSPC) << strerrorname_np(errno);
+    close(fd);
+  }
+  ASSERT_SYS(rename(Path("doc.tmp").c_str(), Path("doc").c_str())) << "save by rename over the original";
+  EXPECT_EQ(ReadFile(Path("doc")).substr(0, 11), "new version");
+  struct stat st {};
+  EXPECT_ERRNO(ENOENT, lstat(Path("doc.tmp").c_str(), &st));
+  ASSERT_SYS(rename(Path("doc").c_str(), Path("doc.renamed").c_str())) << "a new name in the same directory";
+  ASSERT_SYS(rename(Path("sub/x").c_str(), Path("sub/y").c_str()));
+  ASSERT_SYS(rename(Path("doc.renamed").c_str(), Path("sub/doc").c_str())) << "into another directory with room";
+  EXPECT_EQ(ReadFile(Path("sub/doc")).substr(0, 11), "new version");
+  EXPECT_EQ(ReadFile(Path("sub/y")), "x");
+  EXPECT_EQ(ListDir(Path("sub")).size(), 2u);
+  Empty({Path("fill"), Path("sub/doc"), Path("sub/y")}, free_before);
+}
+
 }  // namespace
 }  // namespace walfs::testing
