@@ -207,6 +207,8 @@ Status FreeNode(const Options& o, FsTransaction* tx, const BufRef& buf) NO_THREA
 // allocated before any buffer is looked up, so a failure leaves nothing
 // behind but the allocator's undone changes.
 Result<std::vector<BufRef>> NewNodes(const Options& o, FsTransaction* tx, std::uint32_t count) {
+  if (count > 0 && !o.may_allocate)
+    return Status::NoSpace(fmt::format("the B+tree of inode {} needs a new node and may not allocate one", o.owner));
   std::vector<std::uint64_t> blocks;
   Status s;
   for (std::uint32_t i = 0; i < count && s.ok(); ++i) {

@@ -59,6 +59,10 @@ class Btree {
     std::uint64_t owner = 0;     // stamped in every node's header (the inode number)
     std::uint64_t goal = 0;      // allocate nodes near this block
     std::uint32_t max_levels = 5;  // an insert that would grow the tree taller is NoSpace
+    // False: an insert or replace that would need a new node is NoSpace
+    // (found before anything changes) -- a change made without a block
+    // reservation, which may only use room the tree already has.
+    bool may_allocate = true;
   };
   explicit Btree(const Options& options) : options_(options) {}
 

@@ -118,9 +118,9 @@ std::uint64_t DirHashKey(std::string_view name) {
   return h << 16;
 }
 
-Btree DirIndex::Tree(const InodeCore& dir) const {
+Btree DirIndex::Tree(const InodeCore& dir, bool may_allocate) const {
   return Btree({.cache = cache_, .alloc = alloc_, .sb = sb_, .type = format::BlockType::kDirectory,
-                .owner = dir.ino, .goal = dir.ino / sb_->inodes_per_block()});
+                .owner = dir.ino, .goal = dir.ino / sb_->inodes_per_block(), .may_allocate = may_allocate});
 }
 
 void DirIndex::InitLocal(InodeCore* dir, std::uint64_t parent) {
@@ -170,7 +170,8 @@ Status DirIndex::ToBtree(FsTransaction* tx, InodeCore* dir) {
   return Status::Ok();
 }
 
-Status DirIndex::Add(FsTransaction* tx, InodeCore* dir, std::string_view name, DirTarget target) {
+Status DirIndex::Add(FsTransaction* tx, InodeCore* dir, std::string_view name, DirTarget target,
+                     bool may_allocate) {
   if (dir->format == ForkFormat::kLocal) {
     WALFS_ASSIGN_OR_RETURN(LocalDir d, ReadLocal(*dir));
     for (const DirEntry& e : d.entries)
@@ -180,10 +181,12 @@ Status DirIndex::Add(FsTransaction* tx, InodeCore* dir, std::string_view name, D
       WriteLocal(dir, d);
       return Status::Ok();
     }
+    if (!may_allocate)
+      return Status::NoSpace(fmt::format("directory {} would need a block for \"{}\"", dir->ino, name));
     WALFS_RETURN_IF_ERROR(ToBtree(tx, dir));
   }
   BtreeRoot root = GetForkRoot(dir->literal, 0);
-  Btree tree = Tree(*dir);
+  Btree tree = Tree(*dir, may_allocate);
   WALFS_ASSIGN_OR_RETURN(NameSlot slot, FindName(tree, root, name, tx));
   if (slot.key) return Status::AlreadyExists(fmt::format("\"{}\" exists", name));
   const std::uint64_t next = slot.free_key;

@@ -57,8 +57,12 @@ class DirIndex {
       : cache_(cache), alloc_(alloc), sb_(sb) {}
 
   Result<std::optional<DirTarget>> Lookup(const format::InodeCore& dir, std::string_view name) const;
-  // AlreadyExists if the name is there.
-  Status Add(FsTransaction* tx, format::InodeCore* dir, std::string_view name, DirTarget target);
+  // AlreadyExists if the name is there.  With may_allocate false the entry
+  // must fit in the room the directory has: NoSpace, before anything
+  // changes, if it would need a block (a change made without a block
+  // reservation, as XFS's xfs_dir_canenter checks).
+  Status Add(FsTransaction* tx, format::InodeCore* dir, std::string_view name, DirTarget target,
+             bool may_allocate = true);
   // NotFound if it is not.
   Status Remove(FsTransaction* tx, format::InodeCore* dir, std::string_view name);
   // Points an existing name at another inode (rename over a target).
@@ -77,7 +81,7 @@ class DirIndex {
   Status ForEachBlock(const format::InodeCore& dir, const std::function<void(std::uint64_t)>& fn) const;
 
  private:
-  Btree Tree(const format::InodeCore& dir) const;
+  Btree Tree(const format::InodeCore& dir, bool may_allocate = true) const;
   Status ToBtree(FsTransaction* tx, format::InodeCore* dir);
   BufCache* const cache_;
   Allocator* const alloc_;

@@ -208,22 +208,22 @@ Result<bool> FileMap::Unmap(FsTransaction* tx, InodeCore* file, std::uint64_t fi
   return true;
 }
 
-Result<bool> FileMap::MarkWritten(FsTransaction* tx, InodeCore* file, std::uint64_t first,
-                                  std::uint64_t end) {
+Result<bool> FileMap::MarkState(FsTransaction* tx, InodeCore* file, std::uint64_t first, std::uint64_t end,
+                                bool unwritten) {
   WALFS_ASSIGN_OR_RETURN(std::vector<Extent> over, Overlapping(*file, first, end, tx));
   for (const Extent& e : over) {
-    if (!e.unwritten) continue;
+    if (e.unwritten == unwritten) continue;
     const std::uint64_t from = std::max(first, e.file_block);
     const std::uint64_t to = std::min(end, End(e));
     WALFS_RETURN_IF_ERROR(Erase(tx, file, e));
     if (e.file_block < from)
       WALFS_RETURN_IF_ERROR(Insert(tx, file, Extent{e.file_block, e.disk_block,
-                                                    static_cast<std::uint32_t>(from - e.file_block), true}));
+                                                    static_cast<std::uint32_t>(from - e.file_block), e.unwritten}));
     WALFS_RETURN_IF_ERROR(Insert(tx, file, Extent{from, e.disk_block + (from - e.file_block),
-                                                  static_cast<std::uint32_t>(to - from), false}));
+                                                  static_cast<std::uint32_t>(to - from), unwritten}));
     if (to < End(e))
       WALFS_RETURN_IF_ERROR(Insert(tx, file, Extent{to, e.disk_block + (to - e.file_block),
-                                                    static_cast<std::uint32_t>(End(e) - to), true}));
+                                                    static_cast<std::uint32_t>(End(e) - to), e.unwritten}));
     return false;
   }
   return true;

@@ -51,7 +51,15 @@ class FileMap {
   // Marks [first, end) written where it is unwritten (at most one extent
   // per call; true once none is left).
   Result<bool> MarkWritten(FsTransaction* tx, format::InodeCore* file, std::uint64_t first,
-                           std::uint64_t end);
+                           std::uint64_t end) {
+    return MarkState(tx, file, first, end, /*unwritten=*/false);
+  }
+  // The reverse: [first, end) reads as zeros from then on, its blocks kept
+  // (FALLOC_FL_ZERO_RANGE).
+  Result<bool> MarkUnwritten(FsTransaction* tx, format::InodeCore* file, std::uint64_t first,
+                             std::uint64_t end) {
+    return MarkState(tx, file, first, end, /*unwritten=*/true);
+  }
   // The map's own blocks (B+tree nodes), for fsck and for freeing.
   Status ForEachBlock(const format::InodeCore& file, const std::function<void(std::uint64_t)>& fn) const;
   // Frees up to max_blocks of the map's tree once every extent is unmapped
@@ -62,6 +70,11 @@ class FileMap {
   Btree Tree(const format::InodeCore& file) const;
   Status Erase(FsTransaction* tx, format::InodeCore* file, const format::Extent& e);
   Status Insert(FsTransaction* tx, format::InodeCore* file, const format::Extent& e);
+  // Gives the first extent in [first, end) not in state `unwritten` that
+  // state over its part of the range, cutting it at the range's edges
+  // (true once none is left).
+  Result<bool> MarkState(FsTransaction* tx, format::InodeCore* file, std::uint64_t first, std::uint64_t end,
+                         bool unwritten);
   BufCache* const cache_;
   Allocator* const alloc_;
   const format::Superblock* const sb_;

@@ -602,10 +602,11 @@ Result<struct stat> Filesystem::Link(std::uint64_t ino, std::uint64_t new_parent
 }
 
 Status Filesystem::Rename(std::uint64_t parent, std::string_view name, std::uint64_t new_parent,
-                          std::string_view new_name, std::uint32_t flags) {
+                          std::string_view new_name, std::uint32_t flags, const Caller& caller) {
   WALFS_RETURN_IF_ERROR(CheckWritable());
-  if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) return Errno(EINVAL, "unknown rename flags");
-  if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE)) return Errno(EINVAL, "NOREPLACE with EXCHANGE");
+  if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) return Errno(EINVAL, "unknown rename flags");
+  if ((flags & RENAME_EXCHANGE) && (flags & (RENAME_NOREPLACE | RENAME_WHITEOUT)))
+    return Errno(EINVAL, "EXCHANGE with NOREPLACE or WHITEOUT");
   WALFS_RETURN_IF_ERROR(CheckName(name));
   WALFS_RETURN_IF_ERROR(CheckName(new_name));
   WALFS_ASSIGN_OR_RETURN(InodeRef sp, Iget(parent));
@@ -641,14 +642,59 @@ Status Filesystem::Rename(std::uint64_t parent, std::string_view name, std::uint
                         (dst2 ? dst && dst2->ino == dst->ino : !dst);
       if (!same) continue;  // raced a change: resolve again
     }
-    Op op(this);
-    WALFS_RETURN_IF_ERROR(RenameLocked(op, sp, name, dp, new_name, flags));
-    return Status::Ok();
+    // The whiteout is made first, in a transaction of its own, and only
+    // linked by the rename's (XFS's xfs_rename_alloc_whiteout): the name
+    // change stays one transaction, and a crash between the two leaves an
+    // unlinked inode that the next mount frees.
+    InodeRef wip;
+    if (flags & RENAME_WHITEOUT) {
+      WALFS_ASSIGN_OR_RETURN(wip, CreateUnlinked(caller, sp, S_IFCHR, 0));
+    }
+    Status st;
+    {
+      Op op(this);
+      st = RenameLocked(op, sp, name, dp, new_name, flags, wip);
+    }
+    if (wip && wip->Core().nlink == 0) {  // the rename failed or had nothing to do
+      locks.Release();
+      // If this fails too, the next mount frees it from the unlinked list.
+      Status freed = Inactivate(wip);
+      if (st.ok()) st = freed;
+    }
+    return st;
   }
 }
 
+Result<InodeRef> Filesystem::CreateUnlinked(const Caller& c, const InodeRef& dp, std::uint32_t mode,
+                                            std::uint32_t rdev) {
+  const InodeCore dc = dp->Core();
+  Op op(this);
+  WALFS_RETURN_IF_ERROR(op.Begin(TransType::kCreate, sb_.blocks_per_chunk()));
+  const format::Timestamp now = Now();
+  InodeCore n;
+  n.mode = static_cast<std::uint16_t>(mode);
+  n.uid = c.uid;
+  n.gid = (dc.mode & S_ISGID) ? dc.gid : c.gid;
+  n.nlink = 0;
+  n.atime = n.mtime = n.ctime = n.crtime = now;
+  n.literal.assign(format::kLiteralSize, '\0');
+  n.rdev = rdev;
+  n.ino = 1;  // Pick sets it; non-zero keeps the inode "in use" for the checks
+  if (S_ISREG(mode))
+    FileMap::InitEmpty(&n);
+  else
+    n.format = ForkFormat::kNone;
+  WALFS_RETURN_IF_ERROR(ialloc_->Pick(op.tx(), ialloc_->AgOf(dp->ino), &n).status());  // sets n.ino
+  InodeRef ip = icache_->Insert(n);
+  op.Dirty(ip);
+  // Its AG header is held already (Pick took it), so the order holds.
+  WALFS_RETURN_IF_ERROR(AddUnlinked(op, ip));
+  WALFS_RETURN_IF_ERROR(op.Commit().status());
+  return ip;
+}
+
 Status Filesystem::RenameLocked(Op& op, const InodeRef& sp, std::string_view name, const InodeRef& dp,
-                                std::string_view new_name, std::uint32_t flags) {
+                                std::string_view new_name, std::uint32_t flags, const InodeRef& wip) {
   InodeCore sc = sp->Core();
   WALFS_ASSIGN_OR_RETURN(std::optional<DirTarget> src, dirs_->Lookup(sc, name));
   WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(src->ino));
@@ -701,17 +747,48 @@ Status Filesystem::RenameLocked(Op& op, const InodeRef& sp, std::string_view nam
     if (src_dir && !dst_dir && dc.nlink >= kMaxLinks) return Errno(EMLINK, "too many subdirectories");
   }
 
-  WALFS_RETURN_IF_ERROR(op.Begin(TransType::kRename, 2 * (2 * 3 + 1)));
+  // A full filesystem still renames where no block is needed: without a
+  // reservation the new name may only use the room its directory has, and
+  // is ENOSPC where it would need a block (xfs_rename retries with no block
+  // reservation; xfs_dir_canenter).  A replaced name needs none.  That
+  // ENOSPC comes before anything changes -- the new name's insert is the
+  // first change when there is no target -- except after a whiteout's
+  // unlinked-list change, so a whiteout rename keeps its reservation.
+  constexpr std::uint64_t kRenameBlocks = 2 * (2 * 3 + 1);  // two directory inserts split to the root
+  bool may_allocate = true;
+  Status begun = op.Begin(TransType::kRename, kRenameBlocks);
+  if (!begun.ok() && begun.ToErrno() == ENOSPC && !wip) {
+    may_allocate = false;
+    begun = op.Begin(TransType::kRename, 0);
+  }
+  WALFS_RETURN_IF_ERROR(begun);
   const format::Timestamp now = Now();
   const bool same_dir = sp == dp;
-  // The target losing its last link goes on the unlinked list first.
+  // The unlinked lists first, their AG headers in ascending order: the
+  // target losing its last link goes on its list, the whiteout comes off
+  // its own.  (The rename's log reservation covers the whiteout: it adds
+  // two inodes at most -- itself and its predecessor on the list -- and an
+  // AG header, and its source entry is a replace, one leaf path that never
+  // splits, where the reservation allows a second insert split to the root.)
+  bool target_unlinked = false;
   if (tp && !exchange) {
     tc.nlink = dst_dir ? 0 : tc.nlink - std::min<std::uint32_t>(tc.nlink, 1);
     tc.ctime = now;
     StoreCore(tp, tc);
     op.Dirty(tp);
-    if (tc.nlink == 0) WALFS_RETURN_IF_ERROR(AddUnlinked(op, tp));
+    target_unlinked = tc.nlink == 0;
   }
+  const bool target_first = target_unlinked && wip && ialloc_->AgOf(tp->ino) < ialloc_->AgOf(wip->ino);
+  if (target_first) WALFS_RETURN_IF_ERROR(AddUnlinked(op, tp));
+  if (wip) {
+    WALFS_RETURN_IF_ERROR(RemoveUnlinked(op, wip));
+    InodeCore w = wip->Core();
+    w.nlink = 1;
+    w.ctime = now;
+    StoreCore(wip, w);
+    op.Dirty(wip);
+  }
+  if (target_unlinked && !target_first) WALFS_RETURN_IF_ERROR(AddUnlinked(op, tp));
   InodeCore dc = same_dir ? sc : dp->Core();
   InodeCore* d = same_dir ? &sc : &dc;
   if (exchange) {
@@ -728,11 +805,19 @@ Status Filesystem::RenameLocked(Op& op, const InodeRef& sp, std::string_view nam
     StoreCore(tp, tc);
     op.Dirty(tp);
   } else {
+    // In an inline directory the old name's room is free at once: removing
+    // it changes only the copy in hand (nothing is logged before the
+    // commit), so the new name may use it.
+    const bool remove_first = same_dir && !wip && sc.format == ForkFormat::kLocal;
+    if (remove_first) WALFS_RETURN_IF_ERROR(dirs_->Remove(op.tx(), &sc, name));
     if (tp)
       WALFS_RETURN_IF_ERROR(dirs_->Replace(op.tx(), d, new_name, DirTarget{ip->ino, DirentType(c.mode)}));
     else
-      WALFS_RETURN_IF_ERROR(dirs_->Add(op.tx(), d, new_name, DirTarget{ip->ino, DirentType(c.mode)}));
-    WALFS_RETURN_IF_ERROR(dirs_->Remove(op.tx(), &sc, name));
+      WALFS_RETURN_IF_ERROR(dirs_->Add(op.tx(), d, new_name, DirTarget{ip->ino, DirentType(c.mode)}, may_allocate));
+    if (wip)
+      WALFS_RETURN_IF_ERROR(dirs_->Replace(op.tx(), &sc, name, DirTarget{wip->ino, DT_CHR}));
+    else if (!remove_first)
+      WALFS_RETURN_IF_ERROR(dirs_->Remove(op.tx(), &sc, name));
     // Link counts of the parents: a directory's ".." moves with it, and a
     // replaced directory's goes away.
     if (src_dir) {

@@ -58,6 +58,13 @@ struct MountOptions {
   bool fault_injection = false;
 };
 
+// How a write ends that runs out of space part way (Filesystem::Write).
+// The FUSE adapter picks by the path the kernel took: its buffered write
+// passes a short count on to the caller, its direct-I/O path (O_DIRECT, with
+// FUSE_CAP_ASYNC_DIO) turns any short reply into EIO, so an O_DIRECT write
+// must be whole or ENOSPC.
+enum class NoSpaceWrite { kShort, kWhole };
+
 // Who is asking (new files' owners).
 struct Caller {
   std::uint32_t uid = 0, gid = 0;
@@ -117,9 +124,13 @@ class Filesystem {
   Result<std::string> Readlink(std::uint64_t ino);
   Status Unlink(std::uint64_t parent, std::string_view name);
   Status Rmdir(std::uint64_t parent, std::string_view name);
-  // flags: RENAME_NOREPLACE, RENAME_EXCHANGE.
+  // flags: RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT (the old name
+  // becomes a whiteout, a 0/0 character device owned by `c`, in the same
+  // transaction; overlayfs asks for it on its upper layer).  A rename that
+  // needs no new block (a name replaced, or one added where its directory
+  // has room) works on a full filesystem.
   Status Rename(std::uint64_t parent, std::string_view name, std::uint64_t new_parent,
-                std::string_view new_name, std::uint32_t flags);
+                std::string_view new_name, std::uint32_t flags, const Caller& c = {});
   Result<struct stat> Link(std::uint64_t ino, std::uint64_t new_parent, std::string_view new_name);
   // Entries with cookie >= offset ("." is 1, ".." 2); fn gets each entry and
   // the offset to resume after it, and returns false when full.
@@ -132,7 +143,12 @@ class Filesystem {
 
   // ---- Data ----
   Result<std::size_t> Read(std::uint64_t ino, std::uint64_t offset, std::size_t size, char* out);
-  Result<std::size_t> Write(std::uint64_t ino, std::uint64_t offset, const char* data, std::size_t size);
+  // A write that runs out of space part way is short (`kShort`: the bytes
+  // placed count, POSIX) or fails whole (`kWhole`: ENOSPC, the blocks it
+  // allocated given back and the size unchanged).  Either way ENOSPC when
+  // nothing could be placed.
+  Result<std::size_t> Write(std::uint64_t ino, std::uint64_t offset, const char* data, std::size_t size,
+                            NoSpaceWrite at_enospc = NoSpaceWrite::kShort);
   // fsync of a file: its changes (and every change committed before them).
   // fsync or fdatasync of a directory is Sync() (XFS's directory fsync
   // forces the log; walfs forces all of it).
@@ -174,16 +190,29 @@ class Filesystem {
   Result<struct stat> CreateNode(const Caller& c, std::uint64_t parent, std::string_view name,
                                  std::uint32_t mode, std::uint32_t rdev, std::string_view symlink);
   Status RemoveName(std::uint64_t parent, std::string_view name, bool dir);
+  // wip: the whiteout to leave at `name` (RENAME_WHITEOUT), from CreateUnlinked.
   Status RenameLocked(Op& op, const InodeRef& sp, std::string_view name, const InodeRef& dp,
-                      std::string_view new_name, std::uint32_t flags);
+                      std::string_view new_name, std::uint32_t flags, const InodeRef& wip);
+  // A new inode with no name: nlink 0, on its AG's unlinked list (so a
+  // crash before it is linked frees it at the next mount), no lookups.  It
+  // is linked by the caller's next transaction (RemoveUnlinked) or freed
+  // with Inactivate.  XFS's xfs_create_tmpfile.
+  Result<InodeRef> CreateUnlinked(const Caller& c, const InodeRef& dp, std::uint32_t mode, std::uint32_t rdev);
 
   // Data helpers (filesystem_data.cc).
   Status Truncate(const InodeRef& ip, std::uint64_t size);
   Status UnmapRange(const InodeRef& ip, std::uint64_t first, std::uint64_t end);
   Status ZeroTail(const InodeRef& ip, std::uint64_t from, std::uint64_t to);
-  // The bytes written from `offset`: all of `size`, or fewer when space ran
-  // out part way (ENOSPC only when nothing could be written).
-  Result<std::size_t> WriteBlocks(const InodeRef& ip, std::uint64_t offset, const char* data, std::size_t size);
+  // Maps the holes among file blocks [pos, end) with unwritten blocks.
+  Status Preallocate(const InodeRef& ip, std::uint64_t pos, std::uint64_t end);
+  // FALLOC_FL_ZERO_RANGE over bytes [offset, end_byte), whose blocks are
+  // all mapped: whole blocks marked unwritten, partial ones zeroed in place.
+  Status ZeroRange(const InodeRef& ip, std::uint64_t offset, std::uint64_t end_byte);
+  // The bytes written from `offset`: all of `size`, or (kShort) fewer when
+  // space ran out part way; ENOSPC when nothing could be written, or
+  // (kWhole) when not all of it could, after unmapping the blocks it mapped.
+  Result<std::size_t> WriteBlocks(const InodeRef& ip, std::uint64_t offset, const char* data, std::size_t size,
+                                  NoSpaceWrite at_enospc);
   // Where new blocks for file block `pos` should go: right after the disk
   // block that maps pos - 1, else near the inode.
   Result<std::uint64_t> DataGoal(const InodeRef& ip, std::uint64_t pos);

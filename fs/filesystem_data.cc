@@ -77,16 +77,26 @@ Result<std::size_t> Filesystem::Read(std::uint64_t ino, std::uint64_t offset, st
 }
 
 Result<std::size_t> Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t offset, const char* data,
-                                            std::size_t size) {
+                                            std::size_t size, NoSpaceWrite at_enospc) {
   const std::uint64_t bs = sb_.block_size;
   const std::uint64_t end_byte = offset + size;
   const std::uint64_t end = (end_byte + bs - 1) / bs;
   std::uint64_t pos = offset / bs;
-  // Running out of space part way is a short write (POSIX): the bytes of
-  // the blocks already in place count; the caller's next write gets ENOSPC.
-  auto partial = [&](Status s) -> Result<std::size_t> {
+  // File blocks this write mapped over holes, ascending and disjoint.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> mapped;
+  // Running out of space part way: a short write (POSIX), the bytes of the
+  // blocks already in place counting, and the caller's next write gets
+  // ENOSPC; or, for a write that must be whole, ENOSPC after the blocks it
+  // mapped are unmapped again (they hold its bytes, never anyone else's, so
+  // a crash before that is safe too).  Blocks it only overwrote, or turned
+  // from unwritten to written, keep its bytes, as after any failed write.
+  // Runs with no transaction open (the write's own was dropped first).
+  auto out_of_space = [&](Status s) -> Result<std::size_t> {
+    if (s.ToErrno() != ENOSPC) return s;
     const std::uint64_t done = std::min(end_byte, pos * bs);
-    if (s.ToErrno() == ENOSPC && done > offset) return static_cast<std::size_t>(done - offset);
+    if (at_enospc == NoSpaceWrite::kShort && done > offset) return static_cast<std::size_t>(done - offset);
+    if (at_enospc == NoSpaceWrite::kWhole)
+      for (const auto& [first, last] : mapped) WALFS_RETURN_IF_ERROR(UnmapRange(ip, first, last));
     return s;
   };
   // Blocks [from, to) as whole blocks: the caller's bytes, zeros elsewhere.
@@ -100,6 +110,7 @@ Result<std::size_t> Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t of
     std::memcpy(pad.data() + (b0 - from * bs), data + (b0 - offset), b1 - b0);
     return pad;
   };
+  Status stop;  // ENOSPC part way
   while (pos < end) {
     WALFS_ASSIGN_OR_RETURN(std::vector<Extent> over, maps_->Overlapping(ip->Core(), pos, end));
     if (!over.empty() && over.front().file_block <= pos) {
@@ -113,7 +124,10 @@ Result<std::size_t> Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t of
         const std::string_view buf = padded(pos, run_end);
         WALFS_RETURN_IF_ERROR(device_->Write((e.disk_block + (pos - e.file_block)) * bs, buf.data(), buf.size()));
         Op op(this);
-        WALFS_RETURN_IF_ERROR(op.Begin(TransType::kWrite, kMapChangeBlocks));
+        if (Status b = op.Begin(TransType::kWrite, kMapChangeBlocks); !b.ok()) {
+          stop = b;
+          break;
+        }
         for (;;) {
           InodeCore c = ip->Core();
           WALFS_ASSIGN_OR_RETURN(bool done, maps_->MarkWritten(op.tx(), &c, pos, run_end));
@@ -135,13 +149,16 @@ Result<std::size_t> Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t of
     // Near a full filesystem a shorter run may still fit: halve until one
     // block does not.
     for (;;) {
-      const Status b = op.Begin(TransType::kWrite, want + kMapChangeBlocks);
-      if (b.ok()) break;
-      if (b.ToErrno() != ENOSPC || want == 1) return partial(b);
+      stop = op.Begin(TransType::kWrite, want + kMapChangeBlocks);
+      if (stop.ok() || stop.ToErrno() != ENOSPC || want == 1) break;
       want = std::max<std::uint32_t>(1, want / 2);
     }
+    if (!stop.ok()) break;
     Result<Extent> got = alloc_->Alloc(op.tx(), {.goal = goal, .min = 1, .want = want});
-    if (!got.ok()) return partial(got.status().IsNoSpace() ? Errno(ENOSPC, got.status().message()) : got.status());
+    if (!got.ok()) {  // the transaction is unchanged: dropping it cancels nothing
+      stop = got.status().IsNoSpace() ? Errno(ENOSPC, got.status().message()) : got.status();
+      break;
+    }
     Extent e = *got;
     e.file_block = pos;
     const std::string_view buf = padded(pos, pos + e.length);
@@ -160,8 +177,13 @@ Result<std::size_t> Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t of
     StoreCore(ip, c);
     op.Dirty(ip);
     WALFS_RETURN_IF_ERROR(op.Commit().status());
+    if (!mapped.empty() && mapped.back().second == pos)
+      mapped.back().second = pos + e.length;
+    else
+      mapped.emplace_back(pos, pos + e.length);
     pos += e.length;
   }
+  if (!stop.ok()) return out_of_space(stop);
   return size;
 }
 
@@ -173,7 +195,8 @@ Result<std::uint64_t> Filesystem::DataGoal(const InodeRef& ip, std::uint64_t pos
   return ip->ino / sb_.inodes_per_block();
 }
 
-Result<std::size_t> Filesystem::Write(std::uint64_t ino, std::uint64_t offset, const char* data, std::size_t size) {
+Result<std::size_t> Filesystem::Write(std::uint64_t ino, std::uint64_t offset, const char* data, std::size_t size,
+                                      NoSpaceWrite at_enospc) {
   WALFS_RETURN_IF_ERROR(CheckWritable());
   WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(ino));
   if (offset > kMaxFileSize || size > kMaxFileSize - offset) return Errno(EFBIG, "file too large");
@@ -184,7 +207,7 @@ Result<std::size_t> Filesystem::Write(std::uint64_t ino, std::uint64_t offset, c
   // a crash, whose size was logged before its unmapping) must read as zeros.
   if (const std::uint64_t old_size = ip->Core().size; offset > old_size)
     WALFS_RETURN_IF_ERROR(ZeroTail(ip, old_size, offset));
-  WALFS_ASSIGN_OR_RETURN(size, WriteBlocks(ip, offset, data, size));  // may be short at ENOSPC
+  WALFS_ASSIGN_OR_RETURN(size, WriteBlocks(ip, offset, data, size, at_enospc));  // may be short at ENOSPC
   // The size and timestamps, logged unless already current (an overwrite
   // within the same clock tick changes nothing the log must carry; its data
   // is on the device and fsync flushes it).
@@ -354,7 +377,8 @@ Result<struct stat> Filesystem::SetAttr(std::uint64_t ino, const struct stat& at
 
 Status Filesystem::Fallocate(std::uint64_t ino, int mode, std::uint64_t offset, std::uint64_t length) {
   WALFS_RETURN_IF_ERROR(CheckWritable());
-  if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE)) return Errno(EOPNOTSUPP, "fallocate mode");
+  if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) return Errno(EOPNOTSUPP, "fallocate mode");
+  if ((mode & FALLOC_FL_PUNCH_HOLE) && (mode & FALLOC_FL_ZERO_RANGE)) return Errno(EOPNOTSUPP, "punch with zero-range");
   if ((mode & FALLOC_FL_PUNCH_HOLE) && !(mode & FALLOC_FL_KEEP_SIZE)) return Errno(EOPNOTSUPP, "punch without keep-size");
   if (length == 0) return Errno(EINVAL, "zero length");
   if (offset > kMaxFileSize || length > kMaxFileSize - offset) return Errno(EFBIG, "file too large");
@@ -375,32 +399,8 @@ Status Filesystem::Fallocate(std::uint64_t ino, int mode, std::uint64_t offset, 
       if (first_full < end_full) WALFS_RETURN_IF_ERROR(UnmapRange(ip, first_full, end_full));
     }
   } else {
-    std::uint64_t pos = offset / bs;
-    const std::uint64_t end = (end_byte + bs - 1) / bs;
-    while (pos < end) {
-      WALFS_ASSIGN_OR_RETURN(std::vector<Extent> over, maps_->Overlapping(ip->Core(), pos, end));
-      if (!over.empty() && over.front().file_block <= pos) {
-        pos = EndOf(over.front());
-        continue;
-      }
-      const std::uint64_t hole_end = over.empty() ? end : std::min(end, over.front().file_block);
-      const auto want = static_cast<std::uint32_t>(std::min<std::uint64_t>(hole_end - pos, kMaxAllocRun));
-      Op op(this);
-      WALFS_RETURN_IF_ERROR(op.Begin(TransType::kWrite, want + kMapChangeBlocks));
-      WALFS_ASSIGN_OR_RETURN(const std::uint64_t goal, DataGoal(ip, pos));
-      Result<Extent> got = alloc_->Alloc(op.tx(), {.goal = goal, .min = 1, .want = want});
-      if (!got.ok()) return got.status().IsNoSpace() ? Errno(ENOSPC, got.status().message()) : got.status();
-      Extent e = *got;
-      e.file_block = pos;
-      e.unwritten = true;
-      InodeCore c = ip->Core();
-      WALFS_RETURN_IF_ERROR(maps_->Map(op.tx(), &c, e));
-      c.nblocks += e.length;
-      StoreCore(ip, c);
-      op.Dirty(ip);
-      WALFS_RETURN_IF_ERROR(op.Commit().status());
-      pos += e.length;
-    }
+    WALFS_RETURN_IF_ERROR(Preallocate(ip, offset / bs, (end_byte + bs - 1) / bs));
+    if (mode & FALLOC_FL_ZERO_RANGE) WALFS_RETURN_IF_ERROR(ZeroRange(ip, offset, end_byte));
   }
   if (!(mode & FALLOC_FL_KEEP_SIZE) && end_byte > ip->Core().size)
     WALFS_RETURN_IF_ERROR(ZeroTail(ip, ip->Core().size, end_byte));  // see Write
@@ -412,6 +412,62 @@ Status Filesystem::Fallocate(std::uint64_t ino, int mode, std::uint64_t offset, 
   StoreCore(ip, c);
   op.Dirty(ip);
   return op.Commit().status();
+}
+
+Status Filesystem::Preallocate(const InodeRef& ip, std::uint64_t pos, std::uint64_t end) {
+  while (pos < end) {
+    WALFS_ASSIGN_OR_RETURN(std::vector<Extent> over, maps_->Overlapping(ip->Core(), pos, end));
+    if (!over.empty() && over.front().file_block <= pos) {
+      pos = EndOf(over.front());
+      continue;
+    }
+    const std::uint64_t hole_end = over.empty() ? end : std::min(end, over.front().file_block);
+    const auto want = static_cast<std::uint32_t>(std::min<std::uint64_t>(hole_end - pos, kMaxAllocRun));
+    Op op(this);
+    WALFS_RETURN_IF_ERROR(op.Begin(TransType::kWrite, want + kMapChangeBlocks));
+    WALFS_ASSIGN_OR_RETURN(const std::uint64_t goal, DataGoal(ip, pos));
+    Result<Extent> got = alloc_->Alloc(op.tx(), {.goal = goal, .min = 1, .want = want});
+    if (!got.ok()) return got.status().IsNoSpace() ? Errno(ENOSPC, got.status().message()) : got.status();
+    Extent e = *got;
+    e.file_block = pos;
+    e.unwritten = true;
+    InodeCore c = ip->Core();
+    WALFS_RETURN_IF_ERROR(maps_->Map(op.tx(), &c, e));
+    c.nblocks += e.length;
+    StoreCore(ip, c);
+    op.Dirty(ip);
+    WALFS_RETURN_IF_ERROR(op.Commit().status());
+    pos += e.length;
+  }
+  return Status::Ok();
+}
+
+Status Filesystem::ZeroRange(const InodeRef& ip, std::uint64_t offset, std::uint64_t end_byte) {
+  const std::uint64_t bs = sb_.block_size;
+  const std::uint64_t first_full = (offset + bs - 1) / bs, end_full = end_byte / bs;
+  if (first_full < end_full) {
+    // Whole blocks turn unwritten, in one reservation taken before any
+    // change, so an ENOSPC leaves the data as it was.  Only the extents cut
+    // at the range's two edges grow the map; the pool kept for freeing may
+    // pay for that, as XFS's unwritten conversions use its reserve pool.
+    Op op(this);
+    WALFS_RETURN_IF_ERROR(op.Begin(TransType::kWrite, 2 * kMapChangeBlocks, /*freeing=*/true));
+    for (;;) {
+      InodeCore c = ip->Core();
+      WALFS_ASSIGN_OR_RETURN(bool done, maps_->MarkUnwritten(op.tx(), &c, first_full, end_full));
+      StoreCore(ip, c);
+      op.Dirty(ip);
+      if (done) break;
+      WALFS_RETURN_IF_ERROR(op.Roll());
+    }
+    WALFS_RETURN_IF_ERROR(op.Commit().status());
+  }
+  // The partial blocks at the edges are zeroed in place where they hold
+  // data (the rest of the range is unwritten by now: Preallocate mapped its
+  // holes).
+  if (first_full >= end_full) return ZeroTail(ip, offset, end_byte);
+  WALFS_RETURN_IF_ERROR(ZeroTail(ip, offset, first_full * bs));
+  return ZeroTail(ip, end_full * bs, end_byte);
 }
 
 Result<std::uint64_t> Filesystem::Lseek(std::uint64_t ino, std::uint64_t offset, int whence) {

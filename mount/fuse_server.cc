@@ -199,7 +199,7 @@ void Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t newp
   if (IsReservedName(parent, name) || IsReservedName(newparent, newname) || ControlDir::IsControlIno(parent) ||
       ControlDir::IsControlIno(newparent))
     return (void)FailErrno(req, EPERM);
-  Status st = s->fs()->Rename(s->ToFs(parent), name, s->ToFs(newparent), newname, flags);
+  Status st = s->fs()->Rename(s->ToFs(parent), name, s->ToFs(newparent), newname, flags, CallerOf(req));
   ReplyStatus(req, st);
 }
 
@@ -305,7 +305,11 @@ void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t o
   // does not account for (it keeps size and times itself, not st_blocks).
   const bool writeback = fi->writepage != 0;
   const std::int64_t blocks_before = writeback ? BlocksOf(s, ino) : 0;
-  Result<std::size_t> n = s->fs()->Write(s->ToFs(ino), static_cast<std::uint64_t>(off), buf, size);
+  // The kernel's direct-I/O path makes a short reply EIO (fuse_get_res_by_io);
+  // its buffered one passes it on.
+  const fs::NoSpaceWrite at_enospc =
+      (fi->flags & O_DIRECT) && !writeback ? fs::NoSpaceWrite::kWhole : fs::NoSpaceWrite::kShort;
+  Result<std::size_t> n = s->fs()->Write(s->ToFs(ino), static_cast<std::uint64_t>(off), buf, size, at_enospc);
   if (writeback && n.ok() && BlocksOf(s, ino) != blocks_before) s->InvalidateAttr(ino);
   if (writeback && (!n.ok() || *n < size)) {
     // The kernel's cache writing back data whose write(2) already returned

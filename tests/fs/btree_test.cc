@@ -315,6 +315,41 @@ TEST_F(BtreeTest, AnInsertPastMaxLevelsIsNoSpaceAndChangesNothing) {
   ExpectMatches(root, oracle);
 }
 
+// A change made without a block reservation (a rename on a full
+// filesystem) may use the room a leaf has, and nothing more.
+TEST_F(BtreeTest, WithoutMayAllocateAnInsertThatWouldSplitIsNoSpaceAndChangesNothing) {
+  const std::size_t max = Btree::MaxValueSize(sb_.block_size);
+  BtreeRoot root;
+  Oracle oracle;
+  InsertAll(&root, {{1, Value(1, max - 20)}, {2, Value(2, max - 20)}, {3, Value(3, max - 20)}}, &oracle);
+  ASSERT_EQ(root.levels, 1);
+  Btree::Options o{.cache = cache_.get(), .alloc = alloc_.get(), .sb = &sb_, .type = BlockType::kDirectory,
+                   .owner = kOwner, .goal = sb_.AgStart(1) + 64, .may_allocate = false};
+  Btree tree(o);
+  const BtreeRoot before = root;
+  const std::uint32_t free_before = FreeBlocks();
+  auto tx = FsTransaction::Begin(log_.get(), journal::TransType::kCreate);
+  ASSERT_TRUE(tx.ok());
+  Status s = tree.Insert(&*tx, &root, 4, Value(4, max));
+  EXPECT_TRUE(s.IsNoSpace()) << s.ToString();
+  EXPECT_FALSE(tx->tx().dirty());
+  EXPECT_EQ(root, before);
+  EXPECT_EQ(FreeBlocks(), free_before);
+  // What fits in the leaf goes in.
+  ASSERT_TRUE(tree.Insert(&*tx, &root, 4, "tiny").ok());
+  ASSERT_TRUE(tx->Commit().ok());
+  oracle[4] = "tiny";
+  EXPECT_EQ(root, before);
+  ExpectMatches(root, oracle);
+  // An empty tree has no room at all.
+  BtreeRoot empty;
+  auto tx2 = FsTransaction::Begin(log_.get(), journal::TransType::kCreate);
+  ASSERT_TRUE(tx2.ok());
+  EXPECT_TRUE(tree.Insert(&*tx2, &empty, 1, "x").IsNoSpace());
+  EXPECT_TRUE(empty.empty());
+  ASSERT_TRUE(tx2->Commit().ok());
+}
+
 TEST_F(BtreeTest, EraseOfTheLastRecordFreesTheRoot) {
   const std::uint32_t free_before = FreeBlocks();
   BtreeRoot root;

@@ -684,6 +684,77 @@ TEST_F(FilesystemTest, RenameIntoABigDirectoryAndOutAgain) {
   EXPECT_EQ(List(big).size(), 2u + 299u);
 }
 
+// RENAME_WHITEOUT (overlayfs asks for it on its upper layer): the old name
+// becomes a whiteout -- a 0/0 character device owned by the caller -- in
+// the rename's own transaction.
+TEST_F(FilesystemTest, RenameWhiteoutLeavesAZeroZeroCharacterDeviceOwnedByTheCallerAtTheOldName) {
+  const std::uint64_t f = Create(root_, "a");
+  Write(f, 0, "data");
+  const std::uint64_t d = Mkdir(root_, "d");
+  const Caller who{1234, 5678};
+  ASSERT_TRUE(fs_->Rename(root_, "a", d, "b", RENAME_WHITEOUT, who).ok());
+  EXPECT_EQ(Ino(d, "b"), f);
+  EXPECT_TRUE(SameBytes(ReadAll(f), "data"));
+  auto expect_whiteout = [&](std::uint64_t dir, const std::string& name) {
+    const std::uint64_t w = Ino(dir, name);
+    ASSERT_NE(w, 0u);
+    const struct stat st = Stat(w);
+    EXPECT_EQ(st.st_mode, static_cast<mode_t>(S_IFCHR)) << name << ": mode " << std::oct << st.st_mode;
+    EXPECT_EQ(st.st_rdev, 0u);
+    EXPECT_EQ(st.st_uid, who.uid);
+    EXPECT_EQ(st.st_gid, who.gid);
+    EXPECT_EQ(st.st_nlink, 1u);
+    std::map<std::string, std::uint32_t> types;
+    ASSERT_TRUE(fs_->ReadDir(dir, 0, [&](std::string_view n, std::uint64_t, std::uint32_t t, std::uint64_t) {
+      types[std::string(n)] = t;
+      return true;
+    }).ok());
+    EXPECT_EQ(types[name], static_cast<std::uint32_t>(DT_CHR));
+  };
+  expect_whiteout(root_, "a");
+  EXPECT_EQ(Stat(d).st_nlink, 2u);
+  // Over an existing target in the same directory: the target goes, as in
+  // any rename.
+  const std::uint64_t x = Create(d, "x");
+  const std::uint64_t y = Create(d, "y");
+  ASSERT_TRUE(fs_->Rename(d, "x", d, "y", RENAME_WHITEOUT, who).ok());
+  EXPECT_EQ(Ino(d, "y"), x);
+  EXPECT_EQ(Stat(y).st_nlink, 0u);
+  fs_->Forget(y, 1);
+  expect_whiteout(d, "x");
+  // A directory moved out leaves one too, and its old parent loses the link.
+  const std::uint64_t sub = Mkdir(d, "sub");
+  ASSERT_TRUE(fs_->Rename(d, "sub", root_, "sub", RENAME_WHITEOUT, who).ok());
+  EXPECT_EQ(Ino(sub, ".."), root_);
+  EXPECT_EQ(Stat(d).st_nlink, 2u);
+  expect_whiteout(d, "sub");
+  Remount();
+  expect_whiteout(root_, "a");
+  expect_whiteout(d, "x");
+  expect_whiteout(d, "sub");
+  EXPECT_EQ(Ino(d, "b"), f);
+}
+
+TEST_F(FilesystemTest, ARefusedRenameWhiteoutLeavesNoInodeBehind) {
+  const std::uint64_t a = Create(root_, "a");
+  const std::uint64_t b = Create(root_, "b");
+  const std::uint64_t d = Mkdir(root_, "d");
+  Create(d, "inside");
+  const std::uint64_t e = Mkdir(root_, "e");
+  const std::uint64_t inodes = StatFs().f_ffree;
+  EXPECT_EQ(Err(fs_->Rename(root_, "a", root_, "b", RENAME_WHITEOUT | RENAME_EXCHANGE)), EINVAL);
+  EXPECT_EQ(Err(fs_->Rename(root_, "a", root_, "b", RENAME_WHITEOUT | RENAME_NOREPLACE)), EEXIST);
+  EXPECT_EQ(Err(fs_->Rename(root_, "missing", root_, "z", RENAME_WHITEOUT)), ENOENT);
+  EXPECT_EQ(Err(fs_->Rename(root_, "e", root_, "d", RENAME_WHITEOUT)), ENOTEMPTY);
+  EXPECT_EQ(Err(fs_->Rename(root_, "d", d, "self", RENAME_WHITEOUT)), EINVAL);
+  ASSERT_TRUE(fs_->Link(a, root_, "a2").ok());
+  ASSERT_TRUE(fs_->Rename(root_, "a", root_, "a2", RENAME_WHITEOUT).ok()) << "two names of one file: nothing to do";
+  EXPECT_EQ(StatFs().f_ffree, inodes) << "every whiteout made for a refused rename was freed";
+  EXPECT_EQ(Ino(root_, "a"), a);
+  EXPECT_EQ(Ino(root_, "b"), b);
+  EXPECT_EQ(Ino(root_, "e"), e);
+}
+
 // ================================================================ attributes
 
 TEST_F(FilesystemTest, SetAttrChangesModeOwnersAndTimes) {
@@ -941,6 +1012,55 @@ TEST_F(FilesystemTest, FallocateRefusesBadModesLengthsAndFileTypes) {
   EXPECT_EQ(Err(fs_->Fallocate(d, 0, 0, kBs)), EISDIR);
   EXPECT_EQ(Err(fs_->Fallocate(fifo, 0, 0, kBs)), ENODEV);
   EXPECT_EQ(Stat(f).st_size, 0);
+}
+
+TEST_F(FilesystemTest, ZeroRangeZeroesDataHolesAndUnwrittenBlocksAndLeavesThemAllAllocated) {
+  const std::uint64_t f = Create(root_, "f");
+  const std::string data = Pattern(8 * kBs, 11);
+  Write(f, 0, data);                                       // blocks 0-7 written
+  ASSERT_TRUE(fs_->Fallocate(f, 0, 12 * kBs, 4 * kBs).ok());  // 8-11 a hole, 12-15 unwritten
+  Write(f, 14 * kBs, "tail");
+  const std::uint64_t free_before = FreeBlocks();
+  ASSERT_TRUE(fs_->Fallocate(f, FALLOC_FL_ZERO_RANGE, 1000, 14 * kBs + 50 - 1000).ok());
+  std::string model(16 * kBs, '\0');
+  model.replace(0, 1000, data.substr(0, 1000));
+  EXPECT_EQ(Stat(f).st_size, static_cast<off_t>(16 * kBs)) << "inside the file: the size stays";
+  EXPECT_TRUE(SameBytes(ReadAll(f), model));
+  EXPECT_EQ(free_before - FreeBlocks(), 4u) << "the hole is allocated, nothing else";
+  EXPECT_EQ(Stat(f).st_blocks, 16 * 8);
+  auto hole = fs_->Lseek(f, 0, SEEK_HOLE);
+  ASSERT_TRUE(hole.ok());
+  EXPECT_EQ(*hole, 16 * kBs) << "no hole is left in the range";
+  // Writes into the zeroed range need no block and land as usual.
+  Write(f, 3 * kBs + 7, "again");
+  model.replace(3 * kBs + 7, 5, "again");
+  EXPECT_EQ(free_before - FreeBlocks(), 4u);
+  EXPECT_TRUE(SameBytes(ReadAll(f), model));
+  Remount();
+  EXPECT_TRUE(SameBytes(ReadAll(f), model));
+  // Crash-safe too: fsynced, crashed, recovered.
+  ASSERT_TRUE(fs_->Fallocate(f, FALLOC_FL_ZERO_RANGE, 0, kBs).ok());
+  model.replace(0, kBs, std::string(kBs, '\0'));
+  ASSERT_TRUE(fs_->Fsync(f, false).ok());
+  Crash();
+  Mount();
+  EXPECT_TRUE(SameBytes(ReadAll(f), model));
+}
+
+TEST_F(FilesystemTest, ZeroRangePastTheEndGrowsTheFileOnlyWithoutKeepSize) {
+  const std::uint64_t f = Create(root_, "f");
+  Write(f, 0, "abc");
+  ASSERT_TRUE(fs_->Fallocate(f, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 2, 4 * kBs).ok());
+  EXPECT_EQ(Stat(f).st_size, 3);
+  EXPECT_EQ(Stat(f).st_blocks, 5 * 8) << "allocated past the end";
+  EXPECT_TRUE(SameBytes(ReadAll(f), std::string("ab\0", 3)));
+  ASSERT_TRUE(fs_->Fallocate(f, FALLOC_FL_ZERO_RANGE, 6 * kBs, 100).ok());
+  EXPECT_EQ(Stat(f).st_size, static_cast<off_t>(6 * kBs + 100));
+  std::string model(6 * kBs + 100, '\0');
+  model.replace(0, 2, "ab");
+  EXPECT_TRUE(SameBytes(ReadAll(f), model));
+  EXPECT_EQ(Err(fs_->Fallocate(f, FALLOC_FL_ZERO_RANGE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, kBs)),
+            EOPNOTSUPP);
 }
 
 // ================================================================ lseek
@@ -1214,6 +1334,109 @@ TEST_F(FilesystemTest, AWriteLargerThanTheFreeSpaceIsShortAndTheNextIsENOSPC) {
   Mount();
   EXPECT_TRUE(SameBytes(Read(f, 0, *n), big.substr(0, *n)));
   UnlinkAndForget(root_, "fill");
+}
+
+// O_DIRECT through FUSE cannot be short (the kernel turns a short reply into
+// EIO), so such a write is whole or ENOSPC, and gives back what it took.
+TEST_F(FilesystemTest, AWholeWriteThatRunsOutOfSpaceIsENOSPCAndGivesBackTheBlocksItMapped) {
+  Make(16ull << 20, {.ag_count = 1});
+  if (HasFatalFailure()) return;
+  const std::string chunk = Pattern(1 << 20, 5);
+  const std::uint64_t fill = Create(root_, "fill");
+  FillUntilENOSPC(fs_.get(), fill, chunk);
+  Truncate(fill, Stat(fill).st_size - 64 * kBs);  // room for a quarter of a MiB
+  const std::uint64_t g = Create(root_, "g");
+  Write(g, 8 * kBs, "kept");  // a block already there, in the middle of what follows
+  const std::uint64_t free_before = FreeBlocks();
+  auto n = fs_->Write(g, 0, chunk.data(), chunk.size(), NoSpaceWrite::kWhole);
+  ASSERT_FALSE(n.ok()) << "wrote " << *n;
+  EXPECT_EQ(Err(n), ENOSPC);
+  EXPECT_EQ(Stat(g).st_size, static_cast<off_t>(8 * kBs + 4)) << "the size did not move";
+  EXPECT_EQ(Stat(g).st_blocks, 8) << "only the block that was there";
+  EXPECT_EQ(FreeBlocks(), free_before) << "every block the write mapped went back";
+  std::string model(8 * kBs + 4, '\0');
+  model.replace(8 * kBs, 4, "kept");
+  const std::string got = ReadAll(g);
+  EXPECT_TRUE(SameBytes(got.substr(0, 8 * kBs), model.substr(0, 8 * kBs))) << "the holes are holes again";
+  // What fits goes in whole; the same write allowed to be short fills the rest.
+  Write(g, 0, chunk.substr(0, 16 * kBs));
+  auto whole = fs_->Write(g, 16 * kBs, chunk.data(), 16 * kBs, NoSpaceWrite::kWhole);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_EQ(*whole, 16 * kBs);
+  auto shorter = fs_->Write(g, 32 * kBs, chunk.data(), chunk.size(), NoSpaceWrite::kShort);
+  ASSERT_TRUE(shorter.ok()) << shorter.status().ToString();
+  EXPECT_GT(*shorter, 0u);
+  EXPECT_LT(*shorter, chunk.size());
+  Unmount();
+  ExpectFsckClean();
+  Mount();
+  EXPECT_TRUE(SameBytes(Read(g, 0, 16 * kBs), chunk.substr(0, 16 * kBs)));
+}
+
+// Zeroing blocks a file has needs no free block (their map change may use
+// the pool kept for freeing); a range over holes needs new ones, and a full
+// filesystem refuses it before anything is zeroed: the data and the size
+// stay as they were.
+TEST_F(FilesystemTest, ZeroRangeOnAFullFilesystemWorksOverAllocatedBlocksAndIsACleanENOSPCOverHoles) {
+  Make(16ull << 20, {.ag_count = 1});
+  if (HasFatalFailure()) return;
+  const std::uint64_t f = Create(root_, "f");
+  std::string model_f = Pattern(32 * kBs, 12);
+  Write(f, 0, model_f);
+  const std::uint64_t g = Create(root_, "g");
+  std::string model_g(20 * kBs + 3, '\0');
+  model_g.replace(0, kBs, Pattern(kBs, 13));
+  model_g.replace(20 * kBs, 3, "end");
+  Write(g, 0, model_g.substr(0, kBs));
+  Write(g, 20 * kBs, "end");  // blocks 1-19 a hole
+  FillUntilENOSPC(fs_.get(), Create(root_, "fill"), Pattern(1 << 20, 5));
+
+  ASSERT_TRUE(fs_->Fallocate(f, FALLOC_FL_ZERO_RANGE, 5 * kBs + 10, 10 * kBs).ok());
+  model_f.replace(5 * kBs + 10, 10 * kBs, std::string(10 * kBs, '\0'));
+  EXPECT_TRUE(SameBytes(ReadAll(f), model_f));
+  EXPECT_EQ(Err(fs_->Fallocate(g, FALLOC_FL_ZERO_RANGE, 100, 15 * kBs)), ENOSPC);
+  EXPECT_TRUE(SameBytes(ReadAll(g), model_g)) << "nothing zeroed";
+  EXPECT_EQ(Err(fs_->Fallocate(f, FALLOC_FL_ZERO_RANGE, 40 * kBs, 64 * kBs)), ENOSPC);
+  EXPECT_EQ(Stat(f).st_size, static_cast<off_t>(32 * kBs)) << "the size did not move";
+  Remount();
+  EXPECT_TRUE(SameBytes(ReadAll(f), model_f));
+  EXPECT_TRUE(SameBytes(ReadAll(g), model_g));
+}
+
+// An editor's save-by-rename on a full disk (XFS: xfs_rename retries
+// without a block reservation): a rename that needs no new block works;
+// one whose directory would have to grow is ENOSPC and changes nothing.
+TEST_F(FilesystemTest, OnAFullFilesystemARenameThatNeedsNoBlockWorksAndOneThatDoesIsENOSPC) {
+  Make(16ull << 20, {.ag_count = 1});
+  if (HasFatalFailure()) return;
+  const std::uint64_t doc = Create(root_, "doc");
+  Write(doc, 0, "old");
+  const std::uint64_t tmp = Create(root_, "doc.tmp");
+  Write(tmp, 0, "new");
+  // An inline directory (336 bytes of entries) with room for a 100-byte
+  // name but not a 200-byte one: that one would make it a B+tree.
+  const std::uint64_t tight = Mkdir(root_, "tight");
+  Create(tight, std::string(200, 'a'));
+  const std::string long_name(200, 'b');
+  const std::uint64_t moving = Create(root_, long_name);
+  FillUntilENOSPC(fs_.get(), Create(root_, "fill"), Pattern(1 << 20, 5));
+
+  EXPECT_EQ(Err(fs_->Rename(root_, long_name, tight, long_name, 0)), ENOSPC);
+  EXPECT_EQ(Ino(root_, long_name), moving);
+  EXPECT_EQ(List(tight).size(), 3u) << "., .. and the 200-byte name";
+  ASSERT_TRUE(fs_->Rename(root_, "doc.tmp", root_, "doc", 0).ok()) << "over an existing name";
+  EXPECT_EQ(Ino(root_, "doc"), tmp);
+  EXPECT_FALSE(Exists(root_, "doc.tmp"));
+  fs_->Forget(doc, 1);  // the replaced file goes
+  ASSERT_TRUE(fs_->Rename(root_, long_name, tight, std::string(100, 'c'), 0).ok()) << "where there is room";
+  ASSERT_TRUE(fs_->Rename(root_, "doc", root_, "document", 0).ok()) << "in the same directory";
+  ASSERT_TRUE(fs_->Rename(root_, "document", tight, std::string(100, 'c'), RENAME_EXCHANGE).ok());
+  EXPECT_EQ(Ino(tight, std::string(100, 'c')), tmp);
+  EXPECT_EQ(Ino(root_, "document"), moving);
+  EXPECT_TRUE(SameBytes(ReadAll(tmp), "new"));
+  Remount();
+  EXPECT_EQ(Ino(tight, std::string(100, 'c')), tmp);
+  EXPECT_EQ(List(tight).size(), 4u);
 }
 
 // ================================================================ crashes

@@ -1,5 +1,6 @@
-// Names: create, unlink, rename (every replacement rule), link, symlink,
-// mknod, and name length -- with the errno Linux gives for each refusal.
+// Names: create, unlink, rename (every replacement rule, and
+// RENAME_WHITEOUT), link, symlink, mknod, and name length -- with the errno
+// Linux gives for each refusal.
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -7,7 +8,12 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <linux/capability.h>
+#include <sys/fsuid.h>
+#include <sys/syscall.h>
+
 #include <string>
+#include <thread>
 
 #include "tests/fuse/mount_fixture.h"
 
@@ -163,6 +169,52 @@ TEST_F(Namespace, RenameExchangeSwapsAFileAndADirectory) {
   EXPECT_EQ(Lstat("p").st_nlink, p_links + 1);
   EXPECT_EQ(Lstat("q").st_nlink, q_links - 1);
   EXPECT_ERRNO(ENOENT, Rename("p/f", "q/missing", RENAME_EXCHANGE));
+}
+
+// RENAME_WHITEOUT, which overlayfs needs from its upper layer: the source
+// moves and its old name becomes a whiteout, a 0/0 character device owned by
+// whoever renamed.  Run on a thread whose fsuid/fsgid are 65534 and that
+// keeps CAP_MKNOD (the VFS asks for it), so the owner is the caller's, not
+// the daemon's.
+TEST_F(Namespace, RenameWhiteoutMovesTheFileAndLeavesAZeroZeroCharDeviceOwnedByTheCaller) {
+  ASSERT_SYS(chmod(Path().c_str(), 0777));
+  WriteFile(Path("a"), "payload");
+  WriteFile(Path("over"), "replaced");
+  const ino_t a = InodeOf(Path("a"));
+  int rc = -1, err = 0;
+  std::thread([&] {
+    setfsgid(65534);
+    setfsuid(65534);
+    // Changing the fsuid from 0 drops the file capabilities; CAP_MKNOD is
+    // still permitted, so raise it again for this thread.
+    __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2]{};
+    if (syscall(SYS_capget, &hdr, data) == 0) {
+      data[CAP_TO_INDEX(CAP_MKNOD)].effective |= CAP_TO_MASK(CAP_MKNOD);
+      syscall(SYS_capset, &hdr, data);
+    }
+    rc = Rename("a", "b", RENAME_WHITEOUT);
+    err = errno;
+    if (rc == 0) {
+      rc = Rename("b", "over", RENAME_WHITEOUT);
+      err = errno;
+    }
+  }).join();
+  ASSERT_EQ(rc, 0) << strerrorname_np(err);
+  EXPECT_EQ(InodeOf(Path("over")), a);
+  EXPECT_EQ(ReadFile(Path("over")), "payload");
+  for (const char* name : {"a", "b"}) {
+    const struct stat st = Lstat(name);
+    EXPECT_TRUE(S_ISCHR(st.st_mode)) << name << ": mode " << std::oct << st.st_mode;
+    EXPECT_EQ(st.st_mode & 07777, 0u) << name;
+    EXPECT_EQ(st.st_rdev, makedev(0, 0)) << name;
+    EXPECT_EQ(st.st_uid, 65534u) << name;
+    EXPECT_EQ(st.st_gid, 65534u) << name;
+    EXPECT_EQ(st.st_nlink, 1u) << name;
+  }
+  EXPECT_ERRNO(EINVAL, Rename("over", "a", RENAME_WHITEOUT | RENAME_EXCHANGE));
+  EXPECT_ERRNO(EEXIST, Rename("over", "a", RENAME_WHITEOUT | RENAME_NOREPLACE));
+  EXPECT_EQ(ListDir(Path()).size(), 3u);
 }
 
 TEST_F(Namespace, RenameToItselfIsANoOp) {
