@@ -580,13 +580,20 @@ Result<struct stat> Filesystem::Link(std::uint64_t ino, std::uint64_t new_parent
     if (!IsDir(dc)) return Errno(ENOTDIR, "not a directory");
     if (dc.nlink == 0) return Errno(ENOENT, "directory was removed");
     if (IsDir(c)) return Errno(EPERM, "hard link to a directory");
-    if (c.nlink == 0) return Errno(ENOENT, "file was removed");
+    const bool first_name = c.nlink == 0;  // an O_TMPFILE inode's
+    if (first_name && !ip->linkable.load()) return Errno(ENOENT, "file was removed");
     if (c.nlink >= kMaxLinks) return Errno(EMLINK, "too many links");
     WALFS_ASSIGN_OR_RETURN(std::optional<DirTarget> exists, dirs_->Lookup(dc, new_name));
     if (exists) return Errno(EEXIST, fmt::format("\"{}\" exists", new_name));
     Op op(this);
     WALFS_RETURN_IF_ERROR(op.Begin(TransType::kLink, 2 * 3 + 1));
     const format::Timestamp now = Now();
+    if (first_name) {
+      // Off the unlinked list first, as xfs_link does for a tmpfile: its AG
+      // header is then held before any block the new name may take.
+      WALFS_RETURN_IF_ERROR(RemoveUnlinked(op, ip));
+      c = ip->Core();
+    }
     WALFS_RETURN_IF_ERROR(dirs_->Add(op.tx(), &dc, new_name, DirTarget{ino, DirentType(c.mode)}));
     dc.mtime = dc.ctime = now;
     StoreCore(dp, dc);
@@ -596,7 +603,25 @@ Result<struct stat> Filesystem::Link(std::uint64_t ino, std::uint64_t new_parent
     StoreCore(ip, c);
     op.Dirty(ip);
     WALFS_RETURN_IF_ERROR(op.Commit().status());
+    if (first_name) ip->linkable.store(false);
   }
+  icache_->AddLookup(ip);
+  return StatOf(ip->Core());
+}
+
+Result<struct stat> Filesystem::TmpFile(const Caller& c, std::uint64_t parent, std::uint32_t mode) {
+  WALFS_RETURN_IF_ERROR(CheckWritable());
+  WALFS_ASSIGN_OR_RETURN(InodeRef dp, Iget(parent));
+  InodeRef ip;
+  {
+    InodeLocks locks({dp});
+    const InodeCore dc = dp->Core();
+    if (!IsDir(dc)) return Errno(ENOTDIR, "not a directory");
+    if (dc.nlink == 0) return Errno(ENOENT, "directory was removed");
+    WALFS_ASSIGN_OR_RETURN(ip, CreateUnlinked(c, dp, S_IFREG | (mode & 07777), 0));
+  }
+  ip->linkable.store(true);
+  counters_.creates.fetch_add(1, std::memory_order_relaxed);
   icache_->AddLookup(ip);
   return StatOf(ip->Core());
 }

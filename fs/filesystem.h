@@ -121,6 +121,10 @@ class Filesystem {
                             std::uint32_t mode);
   Result<struct stat> Symlink(const Caller& c, std::uint64_t parent, std::string_view name,
                               std::string_view target);
+  // O_TMPFILE: a regular file with no name in directory `parent`, counted
+  // as one lookup; Link may name it later, else it is freed at its last
+  // Forget (or by the next mount's unlinked-list pass after a crash).
+  Result<struct stat> TmpFile(const Caller& c, std::uint64_t parent, std::uint32_t mode);
   Result<std::string> Readlink(std::uint64_t ino);
   Status Unlink(std::uint64_t parent, std::string_view name);
   Status Rmdir(std::uint64_t parent, std::string_view name);

@@ -51,6 +51,9 @@ class Inode {
   // The kernel's lookup count (FUSE), and whether the inode is on its AG's
   // unlinked list (no links, still in use).
   std::uint64_t lookups = 0;  // guarded by the cache's mutex
+  // An O_TMPFILE inode not linked yet: nlink 0, on the unlinked list, and
+  // Link may give it its first name (the kernel's I_LINKABLE).
+  std::atomic<bool> linkable{false};
   bool pinned = false;        // never evicted (the root)
 
   format::InodeCore Core() const {

@@ -252,8 +252,12 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
   FuseServer* s = Server(req);
-  if (IsReservedName(parent, name) || ControlDir::IsControlIno(parent)) return (void)FailErrno(req, EPERM);
-  Result<struct stat> r = s->fs()->Mknod(CallerOf(req), s->ToFs(parent), name, S_IFREG | (mode & 07777), 0);
+  if (ControlDir::IsControlIno(parent)) return (void)FailErrno(req, EPERM);
+  // O_TMPFILE arrives as a create (mount/session_io.h); its name is "/".
+  const bool tmpfile = SessionIo::Tmpfile();
+  if (!tmpfile && IsReservedName(parent, name)) return (void)FailErrno(req, EPERM);
+  Result<struct stat> r = tmpfile ? s->fs()->TmpFile(CallerOf(req), s->ToFs(parent), mode)
+                                  : s->fs()->Mknod(CallerOf(req), s->ToFs(parent), name, S_IFREG | (mode & 07777), 0);
   if (!r.ok()) return ReplyErr(req, r.status());
   fuse_entry_param e = Entry(s, *r);
   MaybeWriteThrough(s, fi);

@@ -24,6 +24,7 @@ struct Serving {
   std::uint32_t slot = 0;
   std::int64_t start_ns = 0;
   bool kill_suidgid = false;
+  bool tmpfile = false;
 };
 thread_local Serving serving;
 
@@ -80,10 +81,11 @@ Status SessionIo::Attach(fuse_session* se) {
 }
 
 bool SessionIo::KillSuidgid() { return serving.kill_suidgid; }
+bool SessionIo::Tmpfile() { return serving.tmpfile; }
 
-void SessionIo::Received(const void* buf, std::size_t len) {
+void SessionIo::Received(void* buf, std::size_t len) {
   if (len < sizeof(fuse_in_header)) return;
-  const auto* in = static_cast<const fuse_in_header*>(buf);
+  auto* in = static_cast<fuse_in_header*>(buf);
   std::uint32_t slot = in->opcode < kOpcodeSlots ? in->opcode : kOpcodeSlots - 1;
   if (IsControlRequest(*in, buf, len)) slot = kControlSlot;
   ops_[slot].count.fetch_add(1, std::memory_order_relaxed);
@@ -106,7 +108,10 @@ void SessionIo::Received(const void* buf, std::size_t len) {
     default:
       break;
   }
-  serving = Serving{.unique = in->unique, .slot = slot, .start_ns = MonotonicNanos(), .kill_suidgid = kill};
+  const bool tmpfile = in->opcode == FUSE_TMPFILE && len >= sizeof(fuse_in_header) + sizeof(fuse_create_in);
+  if (tmpfile) in->opcode = FUSE_CREATE;  // counted as what it is (slot) before
+  serving = Serving{.unique = in->unique, .slot = slot, .start_ns = MonotonicNanos(), .kill_suidgid = kill,
+                    .tmpfile = tmpfile};
 }
 
 void SessionIo::Replying(struct iovec* iov, int count) {

@@ -6,6 +6,8 @@
 //  - Accounting: every request by opcode (count, and the time from reading
 //    it to writing its reply: the daemon's service time), the `fuse_req_*`
 //    lines of .walfs/stats.
+//  - FUSE_TMPFILE, which libfuse 3.14 would refuse (ENOSYS, and the kernel
+//    would refuse O_TMPFILE for good): passed on as a CREATE (Tmpfile()).
 //  - FUSE_HANDLE_KILLPRIV_V2, which libfuse 3.14 cannot ask for: it is added
 //    to the INIT reply when the kernel offers it.  The kernel then marks its
 //    superblock SB_NOSEC (no GETXATTR security.capability before writes, no
@@ -54,6 +56,11 @@ class SessionIo {
   // (FUSE_WRITE_KILL_SUIDGID, FATTR_KILL_SUIDGID, FUSE_OPEN_KILL_SUIDGID).
   static bool KillSuidgid();
 
+  // The request being served is the kernel's FUSE_TMPFILE (O_TMPFILE),
+  // which libfuse 3.14 does not know: it is handed to libfuse as a CREATE
+  // (the same arguments and reply), and the create handler asks this.
+  static bool Tmpfile();
+
   // Whether the kernel accepted FUSE_HANDLE_KILLPRIV_V2 (set at INIT).
   bool killpriv_v2() const { return killpriv_v2_.load(std::memory_order_relaxed); }
 
@@ -64,7 +71,7 @@ class SessionIo {
   std::string StatsText() const;
 
   // The callbacks (public for the C trampolines in session_io.cc).
-  void Received(const void* buf, std::size_t len);
+  void Received(void* buf, std::size_t len);
   void Replying(struct iovec* iov, int count);
 
  private:
