@@ -443,8 +443,11 @@ Result<struct stat> Filesystem::CreateNode(const Caller& c, std::uint64_t parent
     if (dir && dc.nlink >= kMaxLinks) return Errno(EMLINK, "too many subdirectories");
     const bool remote_link = S_ISLNK(mode) && symlink.size() > kDataForkRoom;
     const TransType type = dir ? TransType::kMkdir : S_ISLNK(mode) ? TransType::kSymlink : TransType::kCreate;
+    // The umask, or the directory's default ACL (one xattr leaf more).
+    WALFS_ASSIGN_OR_RETURN(const NewInodeAcls acls, NewInodeAclsLocked(c, parent, dc, mode));
+    mode = acls.mode;
     Op op(this);
-    WALFS_RETURN_IF_ERROR(op.Begin(type, sb_.blocks_per_chunk() + 2 * 3 + 1 + (remote_link ? 1 : 0)));
+    WALFS_RETURN_IF_ERROR(op.Begin(type, sb_.blocks_per_chunk() + 2 * 3 + 1 + (remote_link ? 1 : 0) + (acls.any() ? 1 : 0)));
 
     const format::Timestamp now = Now();
     InodeCore n;
@@ -473,6 +476,8 @@ Result<struct stat> Filesystem::CreateNode(const Caller& c, std::uint64_t parent
       n.format = ForkFormat::kNone;
     }
     WALFS_ASSIGN_OR_RETURN(std::uint64_t ino, ialloc_->Pick(op.tx(), ialloc_->AgOf(parent), &n));
+    // Unseen by anyone until the directory entry below: no lock needed.
+    WALFS_RETURN_IF_ERROR(InheritAclsLocked(op, ino, &n, acls));
     if (remote_link) {
       WALFS_ASSIGN_OR_RETURN(format::Extent e, alloc_->Alloc(op.tx(), {.goal = ino / sb_.inodes_per_block()}));
       std::string block(sb_.block_size, '\0');

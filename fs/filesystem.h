@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,9 +59,12 @@ struct MountOptions {
   bool fault_injection = false;
 };
 
-// Who is asking (new files' owners).
+// Who is asking (new files' owners), and the umask of the process creating
+// a file: applied unless the directory has a default ACL (which replaces
+// it, POSIX.1e), so the kernel leaves it to walfs (FUSE_CAP_DONT_MASK).
 struct Caller {
   std::uint32_t uid = 0, gid = 0;
+  std::uint32_t umask = 0;
 };
 
 // setattr: which fields of the stat to apply.
@@ -148,6 +152,11 @@ class Filesystem {
   Result<std::uint64_t> Lseek(std::uint64_t ino, std::uint64_t offset, int whence);
 
   // ---- Extended attributes ----
+  // system.posix_acl_access and system.posix_acl_default are POSIX ACLs
+  // (fs/posix_acl.h): a malformed value is EINVAL, an access ACL sets the
+  // mode (and one the mode says all of is kept as the mode alone), a
+  // default ACL is for directories only (EACCES elsewhere); chmod rewrites
+  // the access ACL and new inodes inherit the directory's default ACL.
   Result<std::string> GetXattr(std::uint64_t ino, std::string_view name);
   Status SetXattr(std::uint64_t ino, std::string_view name, std::string_view value, int flags);
   Result<std::vector<std::string>> ListXattr(std::uint64_t ino);
@@ -189,6 +198,38 @@ class Filesystem {
   Result<std::uint64_t> DataGoal(const InodeRef& ip, std::uint64_t pos);
   Btree XattrTree(std::uint64_t ino) const;
   Status DestroyXattrs(const InodeRef& ip);
+  // E2BIG for a value this filesystem does not store; the blocks storing
+  // one may allocate.
+  Status CheckXattrSize(std::string_view value) const;
+  std::uint64_t XattrBlocks(std::size_t value_size) const;
+  // The inode's lock held (shared for reading, exclusive with op); `c` its
+  // core, changed in place (the caller stores it).
+  Result<bool> HasXattrLocked(std::uint64_t ino, const format::InodeCore& c, std::string_view name);
+  Result<std::optional<std::string>> GetXattrLocked(std::uint64_t ino, const format::InodeCore& c,
+                                                    std::string_view name);
+  Status PutXattrLocked(Op& op, std::uint64_t ino, format::InodeCore* c, std::string_view name,
+                        std::string_view value);
+  Result<bool> DropXattrLocked(Op& op, std::uint64_t ino, format::InodeCore* c, std::string_view name);
+
+  // POSIX ACLs (filesystem_acl.cc).
+  Status SetAcl(std::uint64_t ino, std::string_view name, std::string_view value, int flags);
+  // chmod: the access ACL's owner, group class and other entries follow
+  // c->mode (inode locked exclusively, inside op).
+  Status ChmodAclLocked(Op& op, std::uint64_t ino, format::InodeCore* c);
+  // Whether an inode has an access ACL stored (chmod then needs the xattr
+  // reservation).
+  Result<bool> HasAccessAclLocked(std::uint64_t ino, const format::InodeCore& c);
+  // What a new inode of `mode` in the directory (locked, core dc) starts
+  // with: its mode after the umask or the default ACL, and the ACL xattr
+  // values to store (InheritAclsLocked stores them in the create step).
+  struct NewInodeAcls {
+    std::uint32_t mode = 0;
+    std::optional<std::string> access, default_acl;
+    bool any() const { return access || default_acl; }
+  };
+  Result<NewInodeAcls> NewInodeAclsLocked(const Caller& caller, std::uint64_t dir, const format::InodeCore& dc,
+                                          std::uint32_t mode);
+  Status InheritAclsLocked(Op& op, std::uint64_t ino, format::InodeCore* c, const NewInodeAcls& acls);
   // Frees everything an inode owns and the inode itself (no links, no users).
   Status Inactivate(const InodeRef& ip);
   // The AG unlinked list (nlink 0, still in use).

@@ -57,8 +57,12 @@ ReservationTable::ReservationTable(const ReservationGeometry& geo) {
         TransResv{static_cast<std::int32_t>(bytes + kTransOverhead + ckpt), count, perm};
   };
   // Namespace changes roll twice: the change itself, then deferred frees.
-  set(TransType::kCreate, c.Inodes(2) + c.DirChange() + c.InodeAlloc(), 2, true);
-  set(TransType::kMkdir, c.Inodes(2) + c.DirChange() + c.InodeAlloc() + c.Bufs(1) + c.Alloc(), 2,
+  // A new inode in a directory with a default ACL gets its ACLs in the
+  // create step: one xattr leaf, allocated (fs/filesystem_acl.cc limits
+  // inherited ACLs to what fits it).
+  const std::int32_t acl_leaf = c.Bufs(1) + c.Alloc();
+  set(TransType::kCreate, c.Inodes(2) + c.DirChange() + c.InodeAlloc() + acl_leaf, 2, true);
+  set(TransType::kMkdir, c.Inodes(2) + c.DirChange() + c.InodeAlloc() + c.Bufs(1) + c.Alloc() + acl_leaf, 2,
       true);
   set(TransType::kLink, c.Inodes(2) + c.DirChange(), 2, true);
   // Remove also puts the inode on the unlinked list and may free a dir block.
