@@ -68,7 +68,7 @@ void ReplyAttr(fuse_req_t req, Result<struct stat> r) {
 
 fs::Caller CallerOf(fuse_req_t req) {
   const fuse_ctx* ctx = fuse_req_ctx(req);
-  return fs::Caller{ctx->uid, ctx->gid};
+  return fs::Caller{ctx->uid, ctx->gid, static_cast<std::uint32_t>(ctx->umask)};
 }
 
 // ---- namespace ----
