@@ -5,6 +5,7 @@
 #include "fs/posix_acl.h"
 
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include <cerrno>
 #include <memory>
@@ -221,6 +222,28 @@ TEST_F(AclFs, ChmodRewritesTheStoredAccessAcl) {
 TEST_F(AclFs, ADefaultAclIsForDirectoriesOnly) {
   const std::uint64_t f = Make("f", S_IFREG | 0644);
   EXPECT_EQ(fs_->SetXattr(f, kAclDefaultXattr, EncodeAcl(Minimal(7, 5, 5)), 0).ToErrno(), EACCES);
+}
+
+TEST_F(AclFs, ADefaultAclTooLargeToInheritIsEnospcAndAnAccessAclOfThatSizeIsKept) {
+  const std::uint64_t d = Make("d", S_IFDIR | 0755);
+  Acl big{{E(kAclUserObj, 7)}};
+  for (std::uint32_t id = 1; id <= 300; ++id) big.entries.push_back(E(kAclUser, 5, id));
+  big.entries.insert(big.entries.end(), {E(kAclGroupObj, 5), E(kAclMask, 7), E(kAclOther, 5)});
+  EXPECT_EQ(fs_->SetXattr(d, kAclDefaultXattr, EncodeAcl(big), 0).ToErrno(), ENOSPC);
+  EXPECT_EQ(fs_->GetXattr(d, kAclDefaultXattr).status().ToErrno(), ENODATA);
+  ASSERT_TRUE(fs_->SetXattr(d, kAclAccessXattr, EncodeAcl(big), 0).ok());
+  auto got = Stored(d, kAclAccessXattr);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, big);
+}
+
+TEST_F(AclFs, CreateAndReplaceFlagsApplyToStoredAcls) {
+  const std::uint64_t f = Make("f", S_IFREG | 0644);
+  EXPECT_EQ(fs_->SetXattr(f, kAclAccessXattr, EncodeAcl(Extended()), XATTR_REPLACE).ToErrno(), ENODATA);
+  ASSERT_TRUE(fs_->SetXattr(f, kAclAccessXattr, EncodeAcl(Extended()), XATTR_CREATE).ok());
+  EXPECT_EQ(fs_->SetXattr(f, kAclAccessXattr, EncodeAcl(Extended()), XATTR_CREATE).ToErrno(), EEXIST);
+  ASSERT_TRUE(fs_->RemoveXattr(f, kAclAccessXattr).ok());
+  EXPECT_EQ(Mode(f), S_IFREG | 0640u);  // removing the ACL leaves the mode
 }
 
 TEST_F(AclFs, NewInodesInheritTheDefaultAclAndIgnoreTheUmask) {

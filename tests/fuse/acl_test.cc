@@ -297,6 +297,14 @@ TEST_F(AclCopy, CpAKeepsModesAndAclsExactly) {
   ExpectSameTree(Path("copy"));
 }
 
+TEST_F(AclCopy, CpPAndMvAcrossFilesystemsKeepModesAndAclsExactly) {
+  Run("cp -R -p " + Quote(src_ + "/tree") + " " + Quote(Path("p")));
+  ExpectSameTree(Path("p"));
+  const std::string want = Describe(src_ + "/tree");
+  Run("mv " + Quote(src_ + "/tree") + " " + Quote(Path("moved")));
+  EXPECT_EQ(Describe(Path("moved")), want);
+}
+
 TEST_F(AclCopy, TarWithAclsKeepsModesAndAclsExactly) {
   ASSERT_SYS(mkdir(Path("x").c_str(), 0755));
   Run("tar --acls -C " + Quote(src_) + " -cf - tree | tar --acls -xpf - -C " + Quote(Path("x")));
