@@ -442,10 +442,13 @@ Result<struct stat> Filesystem::CreateNode(const Caller& c, std::uint64_t parent
     const bool dir = S_ISDIR(mode);
     if (dir && dc.nlink >= kMaxLinks) return Errno(EMLINK, "too many subdirectories");
     const bool remote_link = S_ISLNK(mode) && symlink.size() > kDataForkRoom;
-    const TransType type = dir ? TransType::kMkdir : S_ISLNK(mode) ? TransType::kSymlink : TransType::kCreate;
     // The umask, or the directory's default ACL (one xattr leaf more).
     WALFS_ASSIGN_OR_RETURN(const NewInodeAcls acls, NewInodeAclsLocked(c, parent, dc, mode));
     mode = acls.mode;
+    const TransType type = dir ? (acls.any() ? TransType::kMkdirAcl : TransType::kMkdir)
+                           : S_ISLNK(mode) ? TransType::kSymlink
+                           : acls.any()    ? TransType::kCreateAcl
+                                           : TransType::kCreate;
     Op op(this);
     WALFS_RETURN_IF_ERROR(op.Begin(type, sb_.blocks_per_chunk() + 2 * 3 + 1 + (remote_link ? 1 : 0) + (acls.any() ? 1 : 0)));
 
