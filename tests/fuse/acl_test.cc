@@ -208,6 +208,29 @@ TEST_F(Acl, SetfaclBRemovesTheAclAndKRemovesTheDefault) {
 // EOPNOTSUPP for another version, EINVAL for a bad shape), as for ext4;
 // walfs refuses the same values itself (tests/fs/posix_acl_test.cc) for
 // any caller that bypasses that.
+// An unprivileged owner manages ACLs on their own files (and only there);
+// what they inherit ignores their umask too.
+TEST_F(Acl, AnUnprivilegedOwnerSetsAclsOnTheirOwnFilesOnly) {
+  const std::string d = Path("mine"), theirs = Path("roots");
+  ASSERT_SYS(mkdir(d.c_str(), 0755));
+  ASSERT_SYS(chown(d.c_str(), kNobody, kNobody));
+  WriteFile(theirs, "x", 0644);
+  auto as_nobody = [](const std::string& command) {
+    return RunTool("setpriv --reuid=65534 --regid=65534 --clear-groups sh -c " + Quote(command));
+  };
+  const ToolRun r = as_nobody("umask 077 && setfacl -d -m u::rwx,g::r-x,o::r-x " + Quote(d) + " && echo x > " +
+                              Quote(d + "/f") + " && mkdir " + Quote(d + "/sub") + " && setfacl -m u:root:--- " +
+                              Quote(d + "/f"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(ModeOf(d + "/f"), 0644u);    // 0666 limited by the default ACL, not by umask 077
+  EXPECT_EQ(ModeOf(d + "/sub"), 0755u);
+  EXPECT_NE(Out("getfacl -c -n -p " + Quote(d + "/f")).find("user:0:---"), std::string::npos);
+  const ToolRun refused = as_nobody("setfacl -m u:nobody:rw- " + Quote(theirs));
+  EXPECT_NE(refused.exit_code, 0) << refused.out;
+  EXPECT_NE(refused.out.find("Operation not permitted"), std::string::npos) << refused.out;
+  EXPECT_EQ(ModeOf(theirs), 0644u);
+}
+
 TEST_F(Acl, MalformedAclValuesAreRefused) {
   const std::string f = Path("f");
   WriteFile(f, "x", 0644);
