@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -65,6 +66,12 @@ struct MountOptions {
 struct Caller {
   std::uint32_t uid = 0, gid = 0;
   std::uint32_t umask = 0;
+  // Supplementary groups: asked for only where a decision needs them
+  // (setting an access ACL, below).
+  std::vector<std::uint32_t> groups{};
+  bool InGroup(std::uint32_t g) const {
+    return g == gid || std::find(groups.begin(), groups.end(), g) != groups.end();
+  }
 };
 
 // setattr: which fields of the stat to apply.
@@ -157,8 +164,11 @@ class Filesystem {
   // mode (and one the mode says all of is kept as the mode alone), a
   // default ACL is for directories only (EACCES elsewhere); chmod rewrites
   // the access ACL and new inodes inherit the directory's default ACL.
+  // Setting an access ACL clears the setgid bit when `caller` is neither
+  // root nor in the file's group (the kernel's posix_acl_update_mode).
   Result<std::string> GetXattr(std::uint64_t ino, std::string_view name);
-  Status SetXattr(std::uint64_t ino, std::string_view name, std::string_view value, int flags);
+  Status SetXattr(std::uint64_t ino, std::string_view name, std::string_view value, int flags,
+                  const Caller& caller = Caller{});
   Result<std::vector<std::string>> ListXattr(std::uint64_t ino);
   Status RemoveXattr(std::uint64_t ino, std::string_view name);
 
@@ -212,7 +222,8 @@ class Filesystem {
   Result<bool> DropXattrLocked(Op& op, std::uint64_t ino, format::InodeCore* c, std::string_view name);
 
   // POSIX ACLs (filesystem_acl.cc).
-  Status SetAcl(std::uint64_t ino, std::string_view name, std::string_view value, int flags);
+  Status SetAcl(std::uint64_t ino, std::string_view name, std::string_view value, int flags,
+                const Caller& caller);
   // chmod: the access ACL's owner, group class and other entries follow
   // c->mode (inode locked exclusively, inside op).
   Status ChmodAclLocked(Op& op, std::uint64_t ino, format::InodeCore* c);

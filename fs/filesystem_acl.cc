@@ -41,7 +41,8 @@ Result<Acl> DecodeStored(std::uint64_t ino, std::string_view name, std::string_v
 }
 }  // namespace
 
-Status Filesystem::SetAcl(std::uint64_t ino, std::string_view name, std::string_view value, int flags) {
+Status Filesystem::SetAcl(std::uint64_t ino, std::string_view name, std::string_view value, int flags,
+                          const Caller& caller) {
   WALFS_ASSIGN_OR_RETURN(Acl acl, DecodeAcl(value));
   const bool is_default = name == kAclDefaultXattr;
   const std::string encoded = EncodeAcl(acl);
@@ -62,6 +63,8 @@ Status Filesystem::SetAcl(std::uint64_t ino, std::string_view name, std::string_
   if (!is_default) {
     std::uint32_t mode = c.mode;
     store = UpdateModeFromAcl(acl, &mode);
+    // Only a member of the file's group (or root) keeps it setgid.
+    if ((mode & S_ISGID) && caller.uid != 0 && !caller.InGroup(c.gid)) mode &= ~std::uint32_t{S_ISGID};
     c.mode = static_cast<std::uint16_t>(mode);
   }
   if (store)

@@ -124,10 +124,11 @@ Result<std::string> Filesystem::GetXattr(std::uint64_t ino, std::string_view nam
   return f.value;
 }
 
-Status Filesystem::SetXattr(std::uint64_t ino, std::string_view name, std::string_view value, int flags) {
+Status Filesystem::SetXattr(std::uint64_t ino, std::string_view name, std::string_view value, int flags,
+                            const Caller& caller) {
   WALFS_RETURN_IF_ERROR(CheckWritable());
   if (name.empty() || name.size() > XATTR_NAME_MAX) return Errno(ERANGE, "xattr name length");
-  if (IsAclXattr(name)) return SetAcl(ino, name, value, flags);
+  if (IsAclXattr(name)) return SetAcl(ino, name, value, flags, caller);
   WALFS_RETURN_IF_ERROR(CheckXattrSize(value));
   WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(ino));
   std::unique_lock l(ip->rw);

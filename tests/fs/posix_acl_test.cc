@@ -205,6 +205,20 @@ TEST_F(AclFs, AnAccessAclSetsTheModeAndAMinimalOneIsStoredAsTheModeOnly) {
   EXPECT_EQ(fs_->GetXattr(f, kAclAccessXattr).status().ToErrno(), ENODATA);
 }
 
+TEST_F(AclFs, AnAccessAclSetByANonMemberOfTheGroupClearsSetgid) {
+  const std::uint64_t f = Make("f", S_IFREG | S_ISGID | 0755);  // group 1000
+  struct stat attr {};
+  attr.st_gid = 2000;
+  ASSERT_TRUE(fs_->SetAttr(f, attr, kSetGid).ok());
+  const std::string acl = EncodeAcl(Minimal(7, 5, 5));
+  ASSERT_TRUE(fs_->SetXattr(f, kAclAccessXattr, acl, 0, Caller{.uid = 1000, .gid = 1000, .groups = {2000}}).ok());
+  EXPECT_EQ(Mode(f), S_IFREG | S_ISGID | 0755u) << "a member by a supplementary group";
+  ASSERT_TRUE(fs_->SetXattr(f, kAclAccessXattr, acl, 0, Caller{.uid = 0, .gid = 0}).ok());
+  EXPECT_EQ(Mode(f), S_IFREG | S_ISGID | 0755u) << "root";
+  ASSERT_TRUE(fs_->SetXattr(f, kAclAccessXattr, EncodeAcl(Extended()), 0, Caller{.uid = 1000, .gid = 1000}).ok());
+  EXPECT_EQ(Mode(f), S_IFREG | 0640u) << "not a member";
+}
+
 TEST_F(AclFs, ChmodRewritesTheStoredAccessAcl) {
   const std::uint64_t f = Make("f", S_IFREG | 0644);
   ASSERT_TRUE(fs_->SetXattr(f, kAclAccessXattr, EncodeAcl(Extended()), 0).ok());

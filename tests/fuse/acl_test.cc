@@ -231,6 +231,21 @@ TEST_F(Acl, AnUnprivilegedOwnerSetsAclsOnTheirOwnFilesOnly) {
   EXPECT_EQ(ModeOf(theirs), 0644u);
 }
 
+// posix_acl_update_mode: an owner outside the file's group who sets an
+// ACL loses the setgid bit; a member keeps it (as on ext4).
+TEST_F(Acl, SettingAnAclOutsideTheFilesGroupClearsSetgid) {
+  const std::string f = Path("f");
+  WriteFile(f, "x", 0644);
+  ASSERT_SYS(chown(f.c_str(), kNobody, 0));
+  ASSERT_SYS(chmod(f.c_str(), 02755));
+  const ToolRun member = RunTool("setpriv --reuid=65534 --regid=65534 --groups=0 setfacl -m u:root:r-x " + Quote(f));
+  ASSERT_EQ(member.exit_code, 0) << member.out;
+  EXPECT_EQ(ModeOf(f), 02755u);
+  const ToolRun outsider = RunTool("setpriv --reuid=65534 --regid=65534 --clear-groups setfacl -m u:root:r-- " + Quote(f));
+  ASSERT_EQ(outsider.exit_code, 0) << outsider.out;
+  EXPECT_EQ(ModeOf(f), 0755u);
+}
+
 TEST_F(Acl, MalformedAclValuesAreRefused) {
   const std::string f = Path("f");
   WriteFile(f, "x", 0644);
