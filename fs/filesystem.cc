@@ -442,9 +442,15 @@ Result<struct stat> Filesystem::CreateNode(const Caller& c, std::uint64_t parent
     const bool dir = S_ISDIR(mode);
     if (dir && dc.nlink >= kMaxLinks) return Errno(EMLINK, "too many subdirectories");
     const bool remote_link = S_ISLNK(mode) && symlink.size() > kDataForkRoom;
-    const TransType type = dir ? TransType::kMkdir : S_ISLNK(mode) ? TransType::kSymlink : TransType::kCreate;
+    // The umask, or the directory's default ACL (one xattr leaf more).
+    WALFS_ASSIGN_OR_RETURN(const NewInodeAcls acls, NewInodeAclsLocked(c, parent, dc, mode));
+    mode = acls.mode;
+    const TransType type = dir ? (acls.any() ? TransType::kMkdirAcl : TransType::kMkdir)
+                           : S_ISLNK(mode) ? TransType::kSymlink
+                           : acls.any()    ? TransType::kCreateAcl
+                                           : TransType::kCreate;
     Op op(this);
-    WALFS_RETURN_IF_ERROR(op.Begin(type, sb_.blocks_per_chunk() + 2 * 3 + 1 + (remote_link ? 1 : 0)));
+    WALFS_RETURN_IF_ERROR(op.Begin(type, sb_.blocks_per_chunk() + 2 * 3 + 1 + (remote_link ? 1 : 0) + (acls.any() ? 1 : 0)));
 
     const format::Timestamp now = Now();
     InodeCore n;
@@ -473,6 +479,8 @@ Result<struct stat> Filesystem::CreateNode(const Caller& c, std::uint64_t parent
       n.format = ForkFormat::kNone;
     }
     WALFS_ASSIGN_OR_RETURN(std::uint64_t ino, ialloc_->Pick(op.tx(), ialloc_->AgOf(parent), &n));
+    // Unseen by anyone until the directory entry below: no lock needed.
+    WALFS_RETURN_IF_ERROR(InheritAclsLocked(op, ino, &n, acls));
     if (remote_link) {
       WALFS_ASSIGN_OR_RETURN(format::Extent e, alloc_->Alloc(op.tx(), {.goal = ino / sb_.inodes_per_block()}));
       std::string block(sb_.block_size, '\0');
@@ -618,7 +626,9 @@ Result<struct stat> Filesystem::TmpFile(const Caller& c, std::uint64_t parent, s
     const InodeCore dc = dp->Core();
     if (!IsDir(dc)) return Errno(ENOTDIR, "not a directory");
     if (dc.nlink == 0) return Errno(ENOENT, "directory was removed");
-    WALFS_ASSIGN_OR_RETURN(ip, CreateUnlinked(c, dp, S_IFREG | (mode & 07777), 0));
+    // The umask, or the directory's default ACL, as for any create.
+    WALFS_ASSIGN_OR_RETURN(const NewInodeAcls acls, NewInodeAclsLocked(c, parent, dc, S_IFREG | (mode & 07777)));
+    WALFS_ASSIGN_OR_RETURN(ip, CreateUnlinked(c, dp, acls.mode, 0, &acls));
   }
   ip->linkable.store(true);
   counters_.creates.fetch_add(1, std::memory_order_relaxed);
@@ -691,10 +701,12 @@ Status Filesystem::Rename(std::uint64_t parent, std::string_view name, std::uint
 }
 
 Result<InodeRef> Filesystem::CreateUnlinked(const Caller& c, const InodeRef& dp, std::uint32_t mode,
-                                            std::uint32_t rdev) {
+                                            std::uint32_t rdev, const NewInodeAcls* acls) {
   const InodeCore dc = dp->Core();
+  const bool inherits = acls != nullptr && acls->any();
   Op op(this);
-  WALFS_RETURN_IF_ERROR(op.Begin(TransType::kCreate, sb_.blocks_per_chunk()));
+  WALFS_RETURN_IF_ERROR(
+      op.Begin(inherits ? TransType::kCreateAcl : TransType::kCreate, sb_.blocks_per_chunk() + (inherits ? 1 : 0)));
   const format::Timestamp now = Now();
   InodeCore n;
   n.mode = static_cast<std::uint16_t>(mode);
@@ -710,6 +722,8 @@ Result<InodeRef> Filesystem::CreateUnlinked(const Caller& c, const InodeRef& dp,
   else
     n.format = ForkFormat::kNone;
   WALFS_RETURN_IF_ERROR(ialloc_->Pick(op.tx(), ialloc_->AgOf(dp->ino), &n).status());  // sets n.ino
+  // Unseen by anyone yet: no lock needed.
+  if (inherits) WALFS_RETURN_IF_ERROR(InheritAclsLocked(op, n.ino, &n, *acls));
   InodeRef ip = icache_->Insert(n);
   op.Dirty(ip);
   // Its AG header is held already (Pick took it), so the order holds.

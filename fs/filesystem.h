@@ -15,10 +15,12 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,9 +67,18 @@ struct MountOptions {
 // must be whole or ENOSPC.
 enum class NoSpaceWrite { kShort, kWhole };
 
-// Who is asking (new files' owners).
+// Who is asking (new files' owners), and the umask of the process creating
+// a file: applied unless the directory has a default ACL (which replaces
+// it, POSIX.1e), so the kernel leaves it to walfs (FUSE_CAP_DONT_MASK).
 struct Caller {
   std::uint32_t uid = 0, gid = 0;
+  std::uint32_t umask = 0;
+  // Supplementary groups: asked for only where a decision needs them
+  // (setting an access ACL, below).
+  std::vector<std::uint32_t> groups{};
+  bool InGroup(std::uint32_t g) const {
+    return g == gid || std::find(groups.begin(), groups.end(), g) != groups.end();
+  }
 };
 
 // setattr: which fields of the stat to apply.
@@ -168,8 +179,16 @@ class Filesystem {
   Result<std::uint64_t> Lseek(std::uint64_t ino, std::uint64_t offset, int whence);
 
   // ---- Extended attributes ----
+  // system.posix_acl_access and system.posix_acl_default are POSIX ACLs
+  // (fs/posix_acl.h): a malformed value is EINVAL, an access ACL sets the
+  // mode (and one the mode says all of is kept as the mode alone), a
+  // default ACL is for directories only (EACCES elsewhere); chmod rewrites
+  // the access ACL and new inodes inherit the directory's default ACL.
+  // Setting an access ACL clears the setgid bit when `caller` is neither
+  // root nor in the file's group (the kernel's posix_acl_update_mode).
   Result<std::string> GetXattr(std::uint64_t ino, std::string_view name);
-  Status SetXattr(std::uint64_t ino, std::string_view name, std::string_view value, int flags);
+  Status SetXattr(std::uint64_t ino, std::string_view name, std::string_view value, int flags,
+                  const Caller& caller = Caller{});
   Result<std::vector<std::string>> ListXattr(std::uint64_t ino);
   Status RemoveXattr(std::uint64_t ino, std::string_view name);
 
@@ -194,6 +213,14 @@ class Filesystem {
   Result<struct stat> CreateNode(const Caller& c, std::uint64_t parent, std::string_view name,
                                  std::uint32_t mode, std::uint32_t rdev, std::string_view symlink);
   Status RemoveName(std::uint64_t parent, std::string_view name, bool dir);
+  // What a new inode of `mode` in the directory (locked, core dc) starts
+  // with: its mode after the umask or the default ACL, and the ACL xattr
+  // values to store (InheritAclsLocked stores them in the create step).
+  struct NewInodeAcls {
+    std::uint32_t mode = 0;
+    std::optional<std::string> access, default_acl;
+    bool any() const { return access || default_acl; }
+  };
   // wip: the whiteout to leave at `name` (RENAME_WHITEOUT), from CreateUnlinked.
   Status RenameLocked(Op& op, const InodeRef& sp, std::string_view name, const InodeRef& dp,
                       std::string_view new_name, std::uint32_t flags, const InodeRef& wip);
@@ -201,7 +228,9 @@ class Filesystem {
   // crash before it is linked frees it at the next mount), no lookups.  It
   // is linked by the caller's next transaction (RemoveUnlinked) or freed
   // with Inactivate.  XFS's xfs_create_tmpfile.
-  Result<InodeRef> CreateUnlinked(const Caller& c, const InodeRef& dp, std::uint32_t mode, std::uint32_t rdev);
+  // `acls`: what it inherits from dp (NewInodeAclsLocked; mode already applied).
+  Result<InodeRef> CreateUnlinked(const Caller& c, const InodeRef& dp, std::uint32_t mode, std::uint32_t rdev,
+                                  const NewInodeAcls* acls = nullptr);
 
   // Data helpers (filesystem_data.cc).
   Status Truncate(const InodeRef& ip, std::uint64_t size);
@@ -222,6 +251,31 @@ class Filesystem {
   Result<std::uint64_t> DataGoal(const InodeRef& ip, std::uint64_t pos);
   Btree XattrTree(std::uint64_t ino) const;
   Status DestroyXattrs(const InodeRef& ip);
+  // E2BIG for a value this filesystem does not store; the blocks storing
+  // one may allocate.
+  Status CheckXattrSize(std::string_view value) const;
+  std::uint64_t XattrBlocks(std::size_t value_size) const;
+  // The inode's lock held (shared for reading, exclusive with op); `c` its
+  // core, changed in place (the caller stores it).
+  Result<bool> HasXattrLocked(std::uint64_t ino, const format::InodeCore& c, std::string_view name);
+  Result<std::optional<std::string>> GetXattrLocked(std::uint64_t ino, const format::InodeCore& c,
+                                                    std::string_view name);
+  Status PutXattrLocked(Op& op, std::uint64_t ino, format::InodeCore* c, std::string_view name,
+                        std::string_view value);
+  Result<bool> DropXattrLocked(Op& op, std::uint64_t ino, format::InodeCore* c, std::string_view name);
+
+  // POSIX ACLs (filesystem_acl.cc).
+  Status SetAcl(std::uint64_t ino, std::string_view name, std::string_view value, int flags,
+                const Caller& caller);
+  // chmod: the access ACL's owner, group class and other entries follow
+  // c->mode (inode locked exclusively, inside op).
+  Status ChmodAclLocked(Op& op, std::uint64_t ino, format::InodeCore* c);
+  // Whether an inode has an access ACL stored (chmod then needs the xattr
+  // reservation).
+  Result<bool> HasAccessAclLocked(std::uint64_t ino, const format::InodeCore& c);
+  Result<NewInodeAcls> NewInodeAclsLocked(const Caller& caller, std::uint64_t dir, const format::InodeCore& dc,
+                                          std::uint32_t mode);
+  Status InheritAclsLocked(Op& op, std::uint64_t ino, format::InodeCore* c, const NewInodeAcls& acls);
   // Frees everything an inode owns and the inode itself (no links, no users).
   Status Inactivate(const InodeRef& ip);
   // The AG unlinked list (nlink 0, still in use).

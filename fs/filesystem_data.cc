@@ -356,11 +356,19 @@ Result<struct stat> Filesystem::SetAttr(std::uint64_t ino, const struct stat& at
     WALFS_RETURN_IF_ERROR(Truncate(ip, static_cast<std::uint64_t>(attr.st_size)));
   }
   if (mask & ~kSetSize) {
-    Op op(this);
-    WALFS_RETURN_IF_ERROR(op.Begin(TransType::kSetattr, 0));
     InodeCore c = ip->Core();
+    // A chmod rewrites the access ACL (if any) in the same step.
+    bool acl = false;
+    if (mask & kSetMode) {
+      WALFS_ASSIGN_OR_RETURN(acl, HasAccessAclLocked(ino, c));
+    }
+    Op op(this);
+    WALFS_RETURN_IF_ERROR(op.Begin(acl ? TransType::kXattr : TransType::kSetattr, acl ? XattrBlocks(4096) : 0));
     const format::Timestamp now = Now();
-    if (mask & kSetMode) c.mode = static_cast<std::uint16_t>((c.mode & S_IFMT) | (attr.st_mode & 07777));
+    if (mask & kSetMode) {
+      c.mode = static_cast<std::uint16_t>((c.mode & S_IFMT) | (attr.st_mode & 07777));
+      WALFS_RETURN_IF_ERROR(ChmodAclLocked(op, ino, &c));
+    }
     if (mask & kSetUid) c.uid = attr.st_uid;
     if (mask & kSetGid) c.gid = attr.st_gid;
     if (mask & kSetAtimeNow) c.atime = now;

@@ -18,6 +18,7 @@
 #include "base/coding.h"
 #include "fs/filesystem.h"
 #include "fs/fs_op.h"
+#include "fs/posix_acl.h"
 #include "journal/reservation.h"
 
 namespace walfs::fs {
@@ -73,7 +74,9 @@ Btree Filesystem::XattrTree(std::uint64_t ino) const {
                 .owner = ino, .goal = ino / sb_.inodes_per_block(), .max_levels = 3});
 }
 
-static Result<Found> FindXattr(const Btree& tree, const InodeCore& c, std::string_view name) {
+// tx: the transaction that may already hold some of the tree's nodes.
+static Result<Found> FindXattr(const Btree& tree, const InodeCore& c, std::string_view name,
+                               const FsTransaction* tx = nullptr) {
   Found f;
   const std::uint64_t h = DirHashKey(name);
   if (!HasXattrs(c)) return f;
@@ -104,7 +107,7 @@ static Result<Found> FindXattr(const Btree& tree, const InodeCore& c, std::strin
     f.chunks = 1;
     f.value.assign(part);
     return f.value.size() < total;
-  }));
+  }, tx));
   WALFS_RETURN_IF_ERROR(bad);
   if (f.coll && f.value.size() != total)
     return Status::Corruption(fmt::format("xattr \"{}\": {} of {} value bytes found", name, f.value.size(), total));
@@ -121,31 +124,64 @@ Result<std::string> Filesystem::GetXattr(std::uint64_t ino, std::string_view nam
   return f.value;
 }
 
-Status Filesystem::SetXattr(std::uint64_t ino, std::string_view name, std::string_view value, int flags) {
+Status Filesystem::SetXattr(std::uint64_t ino, std::string_view name, std::string_view value, int flags,
+                            const Caller& caller) {
   WALFS_RETURN_IF_ERROR(CheckWritable());
   if (name.empty() || name.size() > XATTR_NAME_MAX) return Errno(ERANGE, "xattr name length");
-  if (value.size() > journal::MaxXattrValue(static_cast<std::int32_t>(sb_.block_size)))
-    return Errno(E2BIG, fmt::format("xattr values are limited to {} bytes on this filesystem",
-                                    journal::MaxXattrValue(static_cast<std::int32_t>(sb_.block_size))));
-  const std::size_t max_record = Btree::MaxValueSize(sb_.block_size);
-  const std::vector<std::string> records = Encode(name, value, max_record);
-  if (records.size() > kMaxChunks) return Errno(E2BIG, "xattr value too large for this block size");
+  if (IsAclXattr(name)) return SetAcl(ino, name, value, flags, caller);
+  WALFS_RETURN_IF_ERROR(CheckXattrSize(value));
   WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(ino));
   std::unique_lock l(ip->rw);
   InodeCore c = ip->Core();
+  WALFS_ASSIGN_OR_RETURN(bool exists, HasXattrLocked(ino, c, name));
+  if ((flags & XATTR_CREATE) && exists) return Errno(EEXIST, fmt::format("xattr \"{}\" exists", name));
+  if ((flags & XATTR_REPLACE) && !exists) return Errno(ENODATA, fmt::format("no xattr \"{}\"", name));
+  Op op(this);
+  WALFS_RETURN_IF_ERROR(op.Begin(TransType::kXattr, XattrBlocks(value.size())));
+  WALFS_RETURN_IF_ERROR(PutXattrLocked(op, ino, &c, name, value));
+  c.ctime = Now();
+  StoreCore(ip, c);
+  op.Dirty(ip);
+  return op.Commit().status();
+}
+
+Status Filesystem::CheckXattrSize(std::string_view value) const {
+  const std::uint32_t max = journal::MaxXattrValue(static_cast<std::int32_t>(sb_.block_size));
+  if (value.size() > max) return Errno(E2BIG, fmt::format("xattr values are limited to {} bytes on this filesystem", max));
+  if (Encode("x", value, Btree::MaxValueSize(sb_.block_size)).size() > kMaxChunks)
+    return Errno(E2BIG, "xattr value too large for this block size");
+  return Status::Ok();
+}
+
+std::uint64_t Filesystem::XattrBlocks(std::size_t value_size) const {
+  const std::size_t max_record = Btree::MaxValueSize(sb_.block_size);
+  return 2 * ((value_size + XATTR_NAME_MAX + 5) / max_record + 1 + 3);
+}
+
+Result<bool> Filesystem::HasXattrLocked(std::uint64_t ino, const InodeCore& c, std::string_view name) {
+  WALFS_ASSIGN_OR_RETURN(Found f, FindXattr(XattrTree(ino), c, name));
+  return f.coll.has_value();
+}
+
+Result<std::optional<std::string>> Filesystem::GetXattrLocked(std::uint64_t ino, const InodeCore& c,
+                                                              std::string_view name) {
+  WALFS_ASSIGN_OR_RETURN(Found f, FindXattr(XattrTree(ino), c, name));
+  if (!f.coll) return std::optional<std::string>();
+  return std::optional<std::string>(std::move(f.value));
+}
+
+Status Filesystem::PutXattrLocked(Op& op, std::uint64_t ino, InodeCore* c, std::string_view name,
+                                  std::string_view value) {
+  const std::vector<std::string> records = Encode(name, value, Btree::MaxValueSize(sb_.block_size));
+  if (records.size() > kMaxChunks) return Errno(E2BIG, "xattr value too large for this block size");
   const Btree tree = XattrTree(ino);
-  WALFS_ASSIGN_OR_RETURN(Found f, FindXattr(tree, c, name));
-  if ((flags & XATTR_CREATE) && f.coll) return Errno(EEXIST, fmt::format("xattr \"{}\" exists", name));
-  if ((flags & XATTR_REPLACE) && !f.coll) return Errno(ENODATA, fmt::format("no xattr \"{}\"", name));
+  WALFS_ASSIGN_OR_RETURN(Found f, FindXattr(tree, *c, name, op.tx()));
   if (!f.coll && f.free_coll >= kMaxChunks) return Errno(ENOSPC, "too many xattr names share a hash");
   const std::uint64_t h = DirHashKey(name);
   const std::uint32_t coll = f.coll ? *f.coll : f.free_coll;
   // One step for the whole value (the reservation covers 64 KiB): a crash
   // leaves the old value or the new one.
-  const std::uint64_t blocks = 2 * (records.size() + 3);
-  Op op(this);
-  WALFS_RETURN_IF_ERROR(op.Begin(TransType::kXattr, blocks));
-  BtreeRoot root = HasXattrs(c) ? GetForkRoot(c.literal, kXattrForkOffset) : BtreeRoot{};
+  BtreeRoot root = HasXattrs(*c) ? GetForkRoot(c->literal, kXattrForkOffset) : BtreeRoot{};
   Btree t = tree;
   std::uint32_t i = 0;
   for (; i < records.size(); ++i) {
@@ -156,13 +192,26 @@ Status Filesystem::SetXattr(std::uint64_t ino, std::string_view name, std::strin
   }
   for (; i < f.chunks; ++i)  // a shorter value: drop the old tail
     WALFS_RETURN_IF_ERROR(t.Erase(op.tx(), &root, KeyOf(h, coll, i)));
-  c.aformat = root.empty() ? format::ForkFormat::kNone : format::ForkFormat::kBtree;
-  c.fork_off = root.empty() ? 0 : kXattrForkOffset;
-  PutForkRoot(&c.literal, kXattrForkOffset, root);
-  c.ctime = Now();
-  StoreCore(ip, c);
-  op.Dirty(ip);
-  return op.Commit().status();
+  c->aformat = root.empty() ? format::ForkFormat::kNone : format::ForkFormat::kBtree;
+  c->fork_off = root.empty() ? 0 : kXattrForkOffset;
+  PutForkRoot(&c->literal, kXattrForkOffset, root);
+  return Status::Ok();
+}
+
+Result<bool> Filesystem::DropXattrLocked(Op& op, std::uint64_t ino, InodeCore* c, std::string_view name) {
+  Btree tree = XattrTree(ino);
+  WALFS_ASSIGN_OR_RETURN(Found f, FindXattr(tree, *c, name, op.tx()));
+  if (!f.coll) return false;
+  const std::uint64_t h = DirHashKey(name);
+  BtreeRoot root = GetForkRoot(c->literal, kXattrForkOffset);
+  for (std::uint32_t i = 0; i < f.chunks; ++i)  // one step, as PutXattrLocked
+    WALFS_RETURN_IF_ERROR(tree.Erase(op.tx(), &root, KeyOf(h, *f.coll, i)));
+  PutForkRoot(&c->literal, kXattrForkOffset, root);
+  if (root.empty()) {
+    c->aformat = format::ForkFormat::kNone;
+    c->fork_off = 0;
+  }
+  return true;
 }
 
 Result<std::vector<std::string>> Filesystem::ListXattr(std::uint64_t ino) {
@@ -192,20 +241,11 @@ Status Filesystem::RemoveXattr(std::uint64_t ino, std::string_view name) {
   WALFS_ASSIGN_OR_RETURN(InodeRef ip, Iget(ino));
   std::unique_lock l(ip->rw);
   InodeCore c = ip->Core();
-  Btree tree = XattrTree(ino);
-  WALFS_ASSIGN_OR_RETURN(Found f, FindXattr(tree, c, name));
-  if (!f.coll) return Errno(ENODATA, fmt::format("no xattr \"{}\"", name));
-  const std::uint64_t h = DirHashKey(name);
+  WALFS_ASSIGN_OR_RETURN(bool exists, HasXattrLocked(ino, c, name));
+  if (!exists) return Errno(ENODATA, fmt::format("no xattr \"{}\"", name));
   Op op(this);
   WALFS_RETURN_IF_ERROR(op.Begin(TransType::kXattr, 0));
-  BtreeRoot root = GetForkRoot(c.literal, kXattrForkOffset);
-  for (std::uint32_t i = 0; i < f.chunks; ++i)  // one step, as SetXattr
-    WALFS_RETURN_IF_ERROR(tree.Erase(op.tx(), &root, KeyOf(h, *f.coll, i)));
-  PutForkRoot(&c.literal, kXattrForkOffset, root);
-  if (root.empty()) {
-    c.aformat = format::ForkFormat::kNone;
-    c.fork_off = 0;
-  }
+  WALFS_RETURN_IF_ERROR(DropXattrLocked(op, ino, &c, name).status());
   c.ctime = Now();
   StoreCore(ip, c);
   op.Dirty(ip);

@@ -7,6 +7,8 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -19,6 +21,7 @@
 #include "fs/format/btree_format.h"
 #include "fs/dir.h"
 #include "fs/format/inode_format.h"
+#include "fs/posix_acl.h"
 #include "journal/log.h"
 #include "journal/log_recover.h"
 
@@ -249,9 +252,27 @@ class Checker {
       return;
     }
     const BtreeRoot root = GetForkRoot(inode.literal, kXattrForkOffset);
+    // A POSIX ACL's value, gathered from its records (keys ascend: a
+    // value's later chunks follow its first).
+    struct Pending {
+      std::string name;
+      std::uint64_t key_base = 0;  // hash and collision index
+      std::uint32_t total = 0;
+      std::string value;
+    };
+    std::optional<Pending> acl;
+    auto finish_acl = [&] {
+      if (!acl) return;
+      if (acl->value.size() == acl->total) CheckAcl(ino, inode, acl->name, acl->value);
+      acl.reset();  // a short value: the xattr walk's own checks speak for it
+    };
     // Each value's first record (chunk 0) starts namelen, name, total length.
     WalkTree(ino, "xattr", root.block, root.levels, [&](std::uint64_t key, std::string_view v) {
-      if ((key & 0xff) != 0) return;
+      if ((key & 0xff) != 0) {
+        if (acl && (key & ~std::uint64_t{0xff}) == acl->key_base) acl->value.append(v);
+        return;
+      }
+      finish_acl();
       const std::size_t n = static_cast<std::uint8_t>(v.empty() ? 0 : v[0]);
       if (n == 0 || v.size() < 5 + n) {
         Problem(fmt::format("inode {}: xattr record of {} bytes", ino, v.size()));
@@ -262,7 +283,23 @@ class Checker {
       const std::string_view name = v.substr(1, n);
       if ((key & ~std::uint64_t{0xffff}) != DirHashKey(name))
         Problem(fmt::format("inode {}: xattr \"{}\" is filed under the wrong hash", ino, name));
+      if (IsAclXattr(name))
+        acl = Pending{std::string(name), key & ~std::uint64_t{0xff},
+                      DecodeFixed32(v.data() + 1 + n), std::string(v.substr(5 + n))};
     });
+    finish_acl();
+  }
+
+  // A POSIX ACL the kernel would refuse, or a default ACL on a
+  // non-directory (which nothing applies), is damage.
+  void CheckAcl(std::uint64_t ino, const InodeCore& inode, std::string_view name, std::string_view value) {
+    Result<Acl> acl = DecodeAcl(value);
+    if (!acl.ok()) {
+      Problem(fmt::format("inode {}: {}: {}", ino, name, acl.status().message()));
+      return;
+    }
+    if (name == kAclDefaultXattr && !S_ISDIR(inode.mode))
+      Problem(fmt::format("inode {}: a default ACL on a non-directory", ino));
   }
 
   Status ScanChunk(std::uint32_t agno, const ImapRecord& rec) {

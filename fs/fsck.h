@@ -11,7 +11,8 @@
 //   3. each inode chunk: every inode decodes; the map's free mask agrees
 //      with which inodes are in use; every B+tree an inode roots is walked
 //      (nodes verified, owned, in key order), and each directory entry and
-//      each xattr name sits under its name's hash;
+//      each xattr name sits under its name's hash, and each POSIX ACL
+//      (system.posix_acl_*) decodes, a default one only on a directory;
 //   4. block ownership: AG metadata, inode chunks and every extent of every
 //      inode claim blocks; a block claimed twice, claimed but free in the
 //      bitmap, or in use in the bitmap but claimed by nothing is reported;

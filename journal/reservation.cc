@@ -11,7 +11,8 @@ namespace walfs::journal {
 namespace {
 
 constexpr std::string_view kNames[] = {"create", "mkdir",    "link",    "remove", "rename",
-                                       "symlink", "write", "truncate", "setattr", "xattr"};
+                                       "symlink", "write", "truncate", "setattr", "xattr",
+                                       "create_acl", "mkdir_acl"};
 static_assert(std::size(kNames) == kTransTypeCount);
 
 // Worst-case bytes for the blocks and inodes one step may dirty.
@@ -57,9 +58,16 @@ ReservationTable::ReservationTable(const ReservationGeometry& geo) {
         TransResv{static_cast<std::int32_t>(bytes + kTransOverhead + ckpt), count, perm};
   };
   // Namespace changes roll twice: the change itself, then deferred frees.
-  set(TransType::kCreate, c.Inodes(2) + c.DirChange() + c.InodeAlloc(), 2, true);
-  set(TransType::kMkdir, c.Inodes(2) + c.DirChange() + c.InodeAlloc() + c.Bufs(1) + c.Alloc(), 2,
-      true);
+  const std::int32_t create = c.Inodes(2) + c.DirChange() + c.InodeAlloc();
+  const std::int32_t mkdir = create + c.Bufs(1) + c.Alloc();
+  set(TransType::kCreate, create, 2, true);
+  set(TransType::kMkdir, mkdir, 2, true);
+  // A new inode in a directory with a default ACL gets its ACLs in the
+  // create step: one xattr leaf, allocated (fs/filesystem_acl.cc limits
+  // inherited ACLs to what fits it).  Other creates do not pay for it.
+  const std::int32_t acl_leaf = c.Bufs(1) + c.Alloc();
+  set(TransType::kCreateAcl, create + acl_leaf, 2, true);
+  set(TransType::kMkdirAcl, mkdir + acl_leaf, 2, true);
   set(TransType::kLink, c.Inodes(2) + c.DirChange(), 2, true);
   // Remove also puts the inode on the unlinked list and may free a dir block.
   set(TransType::kRemove, c.Inodes(2) + c.DirChange() + c.Bufs(1) + c.Alloc(), 2, true);

@@ -29,6 +29,10 @@ enum class TransType : std::uint8_t {
   kTruncate,  // freeing a file's blocks, one extent per roll
   kSetattr,
   kXattr,
+  // A create or mkdir in a directory with a default ACL: the new inode's
+  // ACLs go in the same step (fs/filesystem_acl.cc).
+  kCreateAcl,
+  kMkdirAcl,
   kCount,
 };
 inline constexpr int kTransTypeCount = static_cast<int>(TransType::kCount);

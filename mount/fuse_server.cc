@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sys/xattr.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "base/block_device_fault_command.h"
 #include "base/messages.h"
 #include "journal/wake_mode.h"
+#include "fs/posix_acl.h"
 #include "mount/fuse_events.h"
 #include "mount/fuse_reply.h"
 #include "mount/setid_kill.h"
@@ -68,7 +70,21 @@ void ReplyAttr(fuse_req_t req, Result<struct stat> r) {
 
 fs::Caller CallerOf(fuse_req_t req) {
   const fuse_ctx* ctx = fuse_req_ctx(req);
-  return fs::Caller{ctx->uid, ctx->gid};
+  return fs::Caller{ctx->uid, ctx->gid, static_cast<std::uint32_t>(ctx->umask)};
+}
+
+// The caller's supplementary groups (none if the kernel's record of them
+// cannot be read: the caller then counts as a member of its own group only).
+std::vector<std::uint32_t> GroupsOf(fuse_req_t req) {
+  std::vector<gid_t> g(32);
+  int n = fuse_req_getgroups(req, static_cast<int>(g.size()), g.data());
+  if (n > static_cast<int>(g.size())) {
+    g.resize(static_cast<std::size_t>(n));
+    n = fuse_req_getgroups(req, n, g.data());
+  }
+  if (n < 0) return {};
+  g.resize(std::min(g.size(), static_cast<std::size_t>(n)));
+  return std::vector<std::uint32_t>(g.begin(), g.end());
 }
 
 // ---- namespace ----
@@ -522,7 +538,9 @@ void Access(fuse_req_t req, fuse_ino_t, int) { fuse_reply_err(req, 0); }  // def
 void SetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size, int flags) {
   FuseServer* s = Server(req);
   if (ControlDir::IsControlIno(ino)) return (void)FailErrno(req, ENOTSUP);
-  Status st = s->fs()->SetXattr(s->ToFs(ino), name, std::string_view(value, size), flags);
+  fs::Caller caller = CallerOf(req);
+  if (fs::IsAclXattr(name)) caller.groups = GroupsOf(req);  // whether the setgid bit stays
+  Status st = s->fs()->SetXattr(s->ToFs(ino), name, std::string_view(value, size), flags, caller);
   ReplyStatus(req, st);
 }
 

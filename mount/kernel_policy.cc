@@ -15,6 +15,11 @@ void KernelPolicy::Negotiate(fuse_conn_info* conn) const {
   // which is the image's only user).
   if (conn->capable & FUSE_CAP_POSIX_LOCKS) conn->want &= ~FUSE_CAP_POSIX_LOCKS;
   if (conn->capable & FUSE_CAP_FLOCK_LOCKS) conn->want &= ~FUSE_CAP_FLOCK_LOCKS;
+  // POSIX ACLs: the kernel enforces and caches them; walfs keeps them in
+  // step with the mode and applies the umask itself, which a directory's
+  // default ACL replaces (fs/filesystem_acl.cc, docs/fs.md "POSIX ACLs").
+  if (conn->capable & FUSE_CAP_POSIX_ACL) conn->want |= FUSE_CAP_POSIX_ACL;
+  if (conn->capable & FUSE_CAP_DONT_MASK) conn->want |= FUSE_CAP_DONT_MASK;
 }
 
 fuse_entry_param KernelPolicy::Entry(const struct stat& st) const {

@@ -60,6 +60,17 @@ TEST_F(Tmpfile, AnUnnamedFileIsNamedByLinkatAndSurvivesARemount) {
   EXPECT_EQ(ReadFile(Path("named")), "unnamed");
 }
 
+TEST_F(Tmpfile, TheUmaskAppliesAsToAnyCreate) {
+  const mode_t old = umask(077);
+  const int fd = open(Path("").c_str(), O_TMPFILE | O_RDWR, 0666);
+  umask(old);
+  ASSERT_GE(fd, 0);
+  struct stat st {};
+  ASSERT_SYS(fstat(fd, &st));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  close(fd);
+}
+
 TEST_F(Tmpfile, ANamedTmpfileThatIsUnlinkedAgainCannotBeLinked) {
   const int fd = Unnamed(10);
   ASSERT_GE(fd, 0);
