@@ -75,6 +75,7 @@ Result<std::unique_ptr<Log>> Log::Open(const LogOptions& options) {
                                                .space = log->space_.get(),
                                                .push_bytes = options.push_bytes,
                                                .push_interval_ns = options.push_interval_ns,
+                                               .lazy_push_ns = options.lazy_push_ns,
                                                .first_tid = first_tid,
                                                .on_error = [raw](const Status& s) {
                                                  raw->Shutdown(s);
