@@ -206,13 +206,14 @@ void Cil::PushMain() {
     bool lazy = false;
     while (!stop_ && status_.ok() && (pushing_ || push_target_ < ctx_->seq)) {
       if (flush_wanted_ && !pushing_) {
-        // A grant-head sleeper's kick with nothing new to push: make the
-        // lazily written checkpoints durable (pushing_ keeps pushes out).
+        // A grant-head sleeper's kick, or the timed push, with nothing new
+        // to push: make the lazily written checkpoints durable (pushing_
+        // keeps pushes out).
         flush_wanted_ = false;
-        ++stats_.kick_flushes;
         pushing_ = true;
         const Lsn lsn = pushed_lsn_;
         mu_.Unlock();
+        ++stats_.kick_flushes;
         (void)options_.writer->Force(lsn);  // a failure fails the log through the writer
         mu_.Lock();
         pushing_ = false;
@@ -231,10 +232,20 @@ void Cil::PushMain() {
       // is not told the push ended).  With one, the first commit into an
       // empty context wakes it, and so does the end of a push that leaves
       // a non-empty context behind.
+      // The interval bounds what a power cut loses, so it runs from the
+      // first commit of everything not yet durable: lazily written
+      // checkpoints (lazy_first_ns_) as well as the current context.
+      const std::int64_t now = MonotonicNanos();
+      const std::int64_t flush_left =
+          interval > 0 && lazy_first_ns_ > 0 ? lazy_first_ns_ + interval - now : INT64_MAX;
+      if (!pushing_ && ctx_->entries.empty() && flush_left <= 0) {
+        flush_wanted_ = true;
+        ++stats_.timed_pushes;
+        continue;
+      }
       if (!pushing_ && !ctx_->entries.empty()) {
-        const std::int64_t now = MonotonicNanos();
-        const std::int64_t timed_left =
-            interval > 0 ? ctx_->first_commit_ns + interval - now : INT64_MAX;
+        const std::int64_t timed_left = std::min(
+            flush_left, interval > 0 ? ctx_->first_commit_ns + interval - now : INT64_MAX);
         const std::int64_t lazy_left =
             lazy_delay > 0 ? ctx_->first_commit_ns + lazy_delay - now : INT64_MAX;
         if (timed_left <= 0) {
@@ -250,7 +261,7 @@ void Cil::PushMain() {
         }
         push_cv_.WaitFor(&mu_, std::min(timed_left, lazy_left));
       } else if (interval > 0) {
-        push_cv_.WaitFor(&mu_, interval);
+        push_cv_.WaitFor(&mu_, std::min(interval, std::max<std::int64_t>(flush_left, 1)));
       } else {
         push_cv_.Wait(&mu_);
       }
@@ -286,6 +297,13 @@ void Cil::PushLocked(bool lazy) {
   WALFS_TRACE(kTraceCilPush, old->seq, old->entries.size(), bytes, urgent ? 0 : 1);
   const std::uint64_t seq = old->seq;
   const std::int64_t first_commit_ns = old->first_commit_ns;
+  if (lazy) {
+    if (lazy_first_ns_ == 0) lazy_first_ns_ = first_commit_ns;
+    lazy_seq_ = seq;
+  } else {
+    // A durable push makes every checkpoint before it durable too.
+    lazy_first_ns_ = 0;
+  }
   mu_.Unlock();
   Result<Lsn> commit_lsn = WriteCheckpoint(std::move(old), lazy);
   if (commit_lsn.ok()) {
@@ -359,6 +377,7 @@ void Cil::Committed(const std::shared_ptr<Ctx>& ctx, const Status& s, const Writ
     MutexLock l(&mu_);
     if (s.ok()) {
       committed_seq_ = std::max(committed_seq_, ctx->seq);
+      if (committed_seq_ >= lazy_seq_) lazy_first_ns_ = 0;  // nothing lazily written is unstable
       ++stats_.committed;
     } else {
       ++stats_.aborted;

@@ -92,7 +92,7 @@ struct CilStats {
   std::uint64_t timed_pushes = 0;      // push_interval_ns passed with nobody forcing
   std::uint64_t lazy_pushes = 0;       // lazy_push_ns passed with nobody forcing
   std::uint64_t lazy_written = 0;      // of those, written out
-  std::uint64_t kick_flushes = 0;      // PushAsync forcing lazily written checkpoints
+  std::uint64_t kick_flushes = 0;      // forces of lazily written checkpoints (PushAsync, timed)
   // A lazy push: from the context's first commit to its records being
   // written (the bound on what a killed daemon loses).
   std::int64_t lazy_p50_ns = 0;
@@ -185,7 +185,12 @@ class Cil {
   std::uint32_t next_tid_ GUARDED_BY(mu_);
   std::uint64_t push_target_ GUARDED_BY(mu_) = 0;   // push contexts up to this seq
   bool push_urgent_ GUARDED_BY(mu_) = false;        // and get the commit record out
-  bool flush_wanted_ GUARDED_BY(mu_) = false;       // force pushed_lsn_ (PushAsync)
+  bool flush_wanted_ GUARDED_BY(mu_) = false;       // force pushed_lsn_ (PushAsync, timed)
+  // The first commit of the oldest lazily written checkpoint not yet
+  // durable (0: none), and the newest lazily pushed sequence: the timed push
+  // runs from it, so commit= bounds what a power cut loses.
+  std::int64_t lazy_first_ns_ GUARDED_BY(mu_) = 0;
+  std::uint64_t lazy_seq_ GUARDED_BY(mu_) = 0;
   bool pushing_ GUARDED_BY(mu_) = false;            // a push is between swap and pushed_seq_
   std::uint64_t pushed_seq_ GUARDED_BY(mu_) = 0;    // written to the log writer
   Lsn pushed_lsn_ GUARDED_BY(mu_) = kNullLsn;       // its commit record

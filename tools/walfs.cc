@@ -42,6 +42,7 @@ struct Config {
   unsigned logbsize = 32 * 1024;
   unsigned threads = 0;
   char* commit = nullptr;  // seconds; parsed whole (fuse_opt's %u ignores trailing text)
+  char* lazy_commit = nullptr;  // milliseconds; parsed whole
   int writeback_cache = 0;
   int trace_poll = 0;
   int ro = 0;
@@ -59,7 +60,7 @@ struct Config {
   Config& operator=(const Config&) = delete;
   // fuse_opt_parse strdup()s every string option.
   ~Config() {
-    for (char* p : {image, wake, commit, trace_wakeup, trace_recursion}) free(p);
+    for (char* p : {image, wake, commit, lazy_commit, trace_wakeup, trace_recursion}) free(p);
   }
 };
 
@@ -70,6 +71,7 @@ const fuse_opt kOptions[] = {
     WALFS_OPT("logbsize=%u", logbsize),
     WALFS_OPT("threads=%u", threads),
     WALFS_OPT("commit=%s", commit),
+    WALFS_OPT("lazy_commit_ms=%s", lazy_commit),
     WALFS_OPT("writeback_cache", writeback_cache),
     WALFS_OPT("trace_poll", trace_poll),
     WALFS_OPT("norecovery", norecovery),
@@ -109,6 +111,9 @@ void Usage(const char* prog) {
       "  -o commit=SECONDS       changes start to reach the log at most this long after they are\n"
       "                          made, fsynced or not: what a crash can lose (0..86400, default\n"
       "                          30; 0: only an fsync, unmount or a CIL of 1/8 of the log do)\n"
+      "  -o lazy_commit_ms=MS    changes are written to the image (no device flush) at most this\n"
+      "                          long after they are made: what a killed daemon can lose; a power\n"
+      "                          cut is bounded by commit= (0..1000, default 5; 0: off)\n"
       "  -o threads=N            FUSE worker threads kept idle (default: libfuse's 10)\n"
       "  -o max_threads=N        at most N FUSE worker threads (libfuse's; default 10)\n"
       "  -o writeback_cache      let the kernel cache writes\n"
@@ -184,6 +189,14 @@ int main(int argc, char** argv) {
     if (v.empty() || ec != std::errc() || end != v.data() + v.size() || seconds > 86400)
       return Fail(fmt::format("commit={}: the interval is 0 to 86400 seconds (0: no timed commits)", v));
     mo.commit_interval_s = seconds;
+  }
+  if (cfg.lazy_commit != nullptr) {
+    const std::string_view v(cfg.lazy_commit);
+    unsigned ms = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), ms);
+    if (v.empty() || ec != std::errc() || end != v.data() + v.size() || ms > 1000)
+      return Fail(fmt::format("lazy_commit_ms={}: the delay is 0 to 1000 milliseconds (0: off)", v));
+    mo.lazy_commit_ms = ms;
   }
   mo.fault_injection = cfg.fault_injection != 0;
   if (cfg.wake) {

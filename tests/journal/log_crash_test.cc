@@ -223,9 +223,9 @@ TEST_P(LogCrash, SampledReorderingsOfWritesInFlightRecover) {
 
 INSTANTIATE_TEST_SUITE_P(Seeds, LogCrash,
                          ::testing::Combine(::testing::Values(1u, 2u, 3u), ::testing::Bool()),
-                         [](const auto& info) {
-                           return fmt::format("seed{}{}", std::get<0>(info.param),
-                                              std::get<1>(info.param) ? "_lazy" : "");
+                         [](const auto& p) {
+                           return fmt::format("seed{}{}", std::get<0>(p.param),
+                                              std::get<1>(p.param) ? "_lazy" : "");
                          });
 
 }  // namespace

@@ -199,6 +199,31 @@ TEST(LogLazyPush, AForceOfALazilyWrittenCheckpointFlushesTheDevice) {
   EXPECT_EQ(log->Stats().writer.flushes, 1u);
 }
 
+// commit= still bounds what a power cut loses: a lazily written checkpoint
+// is made durable one push interval after its first commit, though the
+// context it came from is long gone.
+TEST(LogLazyPush, TheTimedPushMakesALazilyWrittenCheckpointDurable) {
+  MemoryDevice dev(ImageBytes(kSectors));
+  LogOptions o = testing::TestLogOptions(&dev, kSectors);
+  o.lazy_push_ns = Ns(kDelay);
+  o.push_interval_ns = Ns(std::chrono::milliseconds(100));
+  auto opened = Log::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  TestJournal log(std::move(opened).value(), 1);
+  Result<std::uint64_t> seq = Change(log.get(), log[0], 0x6e);
+  ASSERT_TRUE(seq.ok());
+  ASSERT_TRUE(WaitLazyPushes(log.get(), 1));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (log->cil().committed_seq() < *seq && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_GE(log->cil().committed_seq(), *seq) << "lazily written, never made durable";
+  const LogStats s = log->Stats();
+  EXPECT_EQ(s.cil.timed_pushes, 1u);
+  EXPECT_EQ(s.cil.kick_flushes, 1u);
+  EXPECT_EQ(s.cil.forces, 0u);
+  EXPECT_EQ(s.writer.flushes, 1u);
+}
+
 // Lazy records do not pile up unflushed: past one ring (logbufs x logbsize)
 // beyond the stable head, a record gets a preflush, so the records a power
 // cut may lose stay within the window recovery searches for holes.
