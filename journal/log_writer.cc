@@ -89,7 +89,8 @@ LogWriter::LogWriter(const LogWriterOptions& options)
       stable_(options.prev),
       stable_end_(options.head),
       done_(options.prev),
-      ring_sectors_(options.iclog_count * (options.iclog_bytes / kLogSectorSize)),
+      unstable_sectors_(std::max(options.unstable_sectors,
+                                 options.iclog_count * (options.iclog_bytes / kLogSectorSize))),
       last_tail_(options.head) {
   MutexLock l(&mu_);
   for (std::uint32_t i = 0; i < options.iclog_count; ++i) {
@@ -352,12 +353,13 @@ void LogWriter::Sync(Iclog* ic) {
       if (ic->fua) flags |= kIoFua;
       if (ic->has_commit || tail != last_tail_) flags |= kIoPreflush;
       // Records that may be lost at a power cut (written, not stable) stay
-      // within one ring of the stable head: past it, this record's preflush
-      // makes everything completed so far stable first.  Never true when
-      // every record is FUA (stable_end_ is then written_end_, and the ring
-      // holds every record after it).
+      // within unstable_sectors_ of the stable head: past it, this record's
+      // preflush makes everything completed so far stable first.  Never
+      // true when every record is FUA (stable_end_ is then written_end_,
+      // and the ring holds every record after it).
       const Lsn end = AdvanceLsn(ic->lsn, ic->sectors, region_.sectors);
-      if (!(flags & kIoPreflush) && SectorsBetween(stable_end_, end, region_.sectors) > ring_sectors_) {
+      if (!(flags & kIoPreflush) &&
+          SectorsBetween(stable_end_, end, region_.sectors) > unstable_sectors_) {
         flags |= kIoPreflush;
         ++stats_.span_preflushes;
       }

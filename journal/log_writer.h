@@ -100,6 +100,11 @@ struct LogWriterOptions {
   std::function<Lsn()> tail_lsn{};
   // Called once, without locks, when an I/O error fails the log.
   std::function<void(const Status&)> on_error{};
+  // The most log, in sectors, that records written but not stable may span
+  // (past it a record takes a preflush): what recovery's head search can
+  // find holes in (Log passes RecoveryWindowSectors less one record).  0 or
+  // less than the ring (logbufs x logbsize): the ring.
+  std::uint32_t unstable_sectors = 0;
 };
 
 struct LogWriterStats {
@@ -246,7 +251,8 @@ class LogWriter {
   };
   // Callbacks of written records waiting for them to be stable, in LSN order.
   std::deque<Pending> pending_ GUARDED_BY(mu_);
-  const std::uint32_t ring_sectors_;  // logbufs x logbsize: the most written past stable_end_
+  // The most written past stable_end_ (LogWriterOptions::unstable_sectors).
+  const std::uint32_t unstable_sectors_;
   // The tail written in the last record; at first, the tail at open (its
   // writeback, recovery's, was flushed before the log opened).
   Lsn last_tail_ GUARDED_BY(mu_);
