@@ -9,10 +9,13 @@
 //
 //   START  TRANS_HEADER(seq, items)  item ops ...  COMMIT
 //
-// When the record holding the COMMIT is on disk (with every record before
-// it), the items are unpinned and enter the AIL at the checkpoint's start
-// LSN, and the AIL head advances to the commit record (LogSpace gets the
-// written bytes back as tail space).
+// When the record holding the COMMIT is durable (with every record before
+// it: LogWriter's stable head), the items are unpinned and enter the AIL at
+// the checkpoint's start LSN, and the AIL head advances to the commit record
+// (LogSpace gets the written bytes back as tail space).  A checkpoint
+// written lazily (lazy_push_ns) keeps its items pinned until a force or a
+// later preflush makes it durable: the AIL never writes back metadata whose
+// log records a power cut could still take away.
 //
 // Pushes happen in the background when a context holds
 // min(log/8, 32 MiB) (push_bytes); committers are throttled at twice that
