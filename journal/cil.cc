@@ -210,10 +210,10 @@ void Cil::PushMain() {
         // to push: make the lazily written checkpoints durable (pushing_
         // keeps pushes out).
         flush_wanted_ = false;
+        ++stats_.kick_flushes;
         pushing_ = true;
         const Lsn lsn = pushed_lsn_;
         mu_.Unlock();
-        ++stats_.kick_flushes;
         (void)options_.writer->Force(lsn);  // a failure fails the log through the writer
         mu_.Lock();
         pushing_ = false;
