@@ -226,6 +226,7 @@ Status Filesystem::Start() {
   lo.iclog_count = options_.logbufs;
   lo.iclog_bytes = options_.logbsize;
   lo.push_interval_ns = std::int64_t{options_.commit_interval_s} * 1'000'000'000;
+  lo.lazy_push_ns = std::int64_t{options_.lazy_commit_ms} * 1'000'000;
   lo.recover = !options_.norecovery;
   WALFS_ASSIGN_OR_RETURN(log_, journal::Log::Open(lo));
   const journal::RecoverReport& r = log_->recovery();
@@ -1033,8 +1034,16 @@ std::string Filesystem::StatsText() const {
                      ls.cil.commits, ls.cil.pushes, ls.cil.forces, ls.cil.forced_pushes, ls.cil.empty_forces);
   out += fmt::format("cil_background_pushes {}\ncil_timed_pushes {}\ncil_seq {}\ncil_items {}\ncil_committed_seq {}\n",
                      ls.cil.background_pushes, ls.cil.timed_pushes, ls.cil.seq, ls.cil.items, ls.cil.committed_seq);
+  out += fmt::format(
+      "cil_lazy_pushes {}\ncil_lazy_written {}\ncil_lazy_p50_us {}\ncil_lazy_p99_us {}\ncil_lazy_max_us {}\n"
+      "cil_kick_flushes {}\n",
+      ls.cil.lazy_pushes, ls.cil.lazy_written, ls.cil.lazy_p50_ns / 1000, ls.cil.lazy_p99_ns / 1000,
+      ls.cil.lazy_max_ns / 1000, ls.cil.kick_flushes);
   out += fmt::format("log_records {}\nlog_preflushes {}\nlog_forces {}\n", ls.writer.records, ls.writer.preflushes,
                      ls.writer.forces);
+  out += fmt::format("log_written {}\nlog_record_bytes {}\nlog_lazy_records {}\nlog_span_preflushes {}\nlog_flushes {}\n",
+                     journal::LsnString(ls.writer.written), ls.writer.record_bytes, ls.writer.lazy_records,
+                     ls.writer.span_preflushes, ls.writer.flushes);
   const BlockDeviceStats ds = device_->stats();
   out += fmt::format("dev_reads {}\ndev_writes {}\ndev_flushes {}\ndev_fua_writes {}\ndev_preflush_writes {}\n",
                      ds.reads, ds.writes, ds.flushes, ds.fua_writes, ds.preflush_writes);

@@ -52,6 +52,12 @@ struct MountOptions {
   // the most un-fsynced work a crash can lose.  0: only when the CIL fills
   // or on a force.  The mount's `-o commit=N` (0..86400).
   std::uint32_t commit_interval_s = 5;
+  // Committed changes are written to the image at most this many
+  // milliseconds after the first of them, without a device flush (the CIL's
+  // lazy push): a killed daemon loses none of them (the image file's page
+  // cache outlives it), a power cut may.  0: off.  The mount's
+  // `-o lazy_commit_ms=N` (0..1000).
+  std::uint32_t lazy_commit_ms = 5;
   bool io_uring = true;     // false: pread/pwrite
   std::size_t buffer_cache = 16384;
   // Mount() puts a FaultDevice (base/block_device_fault.h) between the

@@ -102,7 +102,12 @@ Result<std::uint64_t> Cil::Commit(Ticket* tic, std::span<LogItem* const> items) 
   } else if (charge < 0) {
     tic->Refund(static_cast<std::int32_t>(-charge));
   }
-  if (c.entries.empty() && options_.push_interval_ns > 0) c.first_commit_ns = MonotonicNanos();
+  if (c.entries.empty() && (options_.push_interval_ns > 0 || options_.lazy_push_ns > 0)) {
+    c.first_commit_ns = MonotonicNanos();
+    // One wake-up per context: the push thread sleeps out the delay, and
+    // every commit meanwhile joins this context.
+    if (options_.lazy_push_ns > 0) push_cv_.Signal();
+  }
   for (auto& [item, body] : formatted) {
     if (item->cil_seq_ == c.seq) {
       c.entries[item->cil_index_].body = std::move(body);
@@ -139,7 +144,14 @@ Result<std::uint64_t> Cil::Commit(Ticket* tic, std::span<LogItem* const> items) 
 
 void Cil::PushAsync() {
   MutexLock l(&mu_);
-  if (!status_.ok() || ctx_->entries.empty()) return;
+  if (!status_.ok()) return;
+  if (ctx_->entries.empty()) {
+    if (committed_seq_ < pushed_seq_ && !flush_wanted_) {
+      flush_wanted_ = true;
+      push_cv_.Signal();
+    }
+    return;
+  }
   if (push_target_ < ctx_->seq) push_target_ = ctx_->seq;
   push_urgent_ = true;
   push_cv_.Signal();
@@ -189,28 +201,69 @@ Status Cil::Force(std::uint64_t seq) {
 void Cil::PushMain() {
   MutexLock l(&mu_);
   const std::int64_t interval = options_.push_interval_ns;
+  const std::int64_t lazy_delay = options_.lazy_push_ns;
   for (;;) {
+    bool lazy = false;
     while (!stop_ && status_.ok() && (pushing_ || push_target_ < ctx_->seq)) {
-      if (interval <= 0) {
+      if (flush_wanted_ && !pushing_) {
+        // A grant-head sleeper's kick, or the timed push, with nothing new
+        // to push: make the lazily written checkpoints durable (pushing_
+        // keeps pushes out).
+        flush_wanted_ = false;
+        ++stats_.kick_flushes;
+        pushing_ = true;
+        const Lsn lsn = pushed_lsn_;
+        mu_.Unlock();
+        (void)options_.writer->Force(lsn);  // a failure fails the log through the writer
+        mu_.Lock();
+        pushing_ = false;
+        state_cv_.SignalAll();
+        continue;
+      }
+      if (interval <= 0 && lazy_delay <= 0) {
         push_cv_.Wait(&mu_);
         continue;
       }
-      // xfs_log_worker.  Commits do not wake this thread (that would be a
-      // wake-up per checkpoint, i.e. per fsync): it looks every interval,
-      // and a context found non-empty is pushed `interval` after its first
-      // commit -- later by up to one push when a forcer was pushing (the
-      // thread then sleeps a whole interval, as it is not told the push
-      // ended).
+      // xfs_log_worker.  Without a lazy push, commits do not wake this
+      // thread (that would be a wake-up per checkpoint, i.e. per fsync): it
+      // looks every interval, and a context found non-empty is pushed
+      // `interval` after its first commit -- later by up to one push when a
+      // forcer was pushing (the thread then sleeps a whole interval, as it
+      // is not told the push ended).  With one, the first commit into an
+      // empty context wakes it, and so does the end of a push that leaves
+      // a non-empty context behind.
+      // The interval bounds what a power cut loses, so it runs from the
+      // first commit of everything not yet durable: lazily written
+      // checkpoints (lazy_first_ns_) as well as the current context.
+      const std::int64_t now = MonotonicNanos();
+      const std::int64_t flush_left =
+          interval > 0 && lazy_first_ns_ > 0 ? lazy_first_ns_ + interval - now : INT64_MAX;
+      if (!pushing_ && ctx_->entries.empty() && flush_left <= 0) {
+        flush_wanted_ = true;
+        ++stats_.timed_pushes;
+        continue;
+      }
       if (!pushing_ && !ctx_->entries.empty()) {
-        const std::int64_t left = ctx_->first_commit_ns + interval - MonotonicNanos();
-        if (left <= 0) {
+        const std::int64_t timed_left = std::min(
+            flush_left, interval > 0 ? ctx_->first_commit_ns + interval - now : INT64_MAX);
+        const std::int64_t lazy_left =
+            lazy_delay > 0 ? ctx_->first_commit_ns + lazy_delay - now : INT64_MAX;
+        if (timed_left <= 0) {
           push_target_ = ctx_->seq;
           ++stats_.timed_pushes;
           break;
         }
-        push_cv_.WaitFor(&mu_, left);
+        if (lazy_left <= 0) {
+          push_target_ = ctx_->seq;
+          ++stats_.lazy_pushes;
+          lazy = true;
+          break;
+        }
+        push_cv_.WaitFor(&mu_, std::min(timed_left, lazy_left));
+      } else if (interval > 0) {
+        push_cv_.WaitFor(&mu_, std::min(interval, std::max<std::int64_t>(flush_left, 1)));
       } else {
-        push_cv_.WaitFor(&mu_, interval);
+        push_cv_.Wait(&mu_);
       }
     }
     if (stop_ || !status_.ok()) return;
@@ -219,11 +272,12 @@ void Cil::PushMain() {
       push_target_ = ctx_->seq - 1;
       continue;
     }
-    PushLocked();
+    // A lazy push only when nothing else asked for this one.
+    PushLocked(lazy && !push_urgent_);
   }
 }
 
-void Cil::PushLocked() {
+void Cil::PushLocked(bool lazy) {
   WALFS_CHECK(!pushing_ && !ctx_->entries.empty());
   const bool urgent = push_urgent_;
   push_urgent_ = false;
@@ -242,19 +296,32 @@ void Cil::PushLocked() {
   stats_.max_checkpoint_bytes = std::max(stats_.max_checkpoint_bytes, bytes);
   WALFS_TRACE(kTraceCilPush, old->seq, old->entries.size(), bytes, urgent ? 0 : 1);
   const std::uint64_t seq = old->seq;
+  const std::int64_t first_commit_ns = old->first_commit_ns;
+  if (lazy) {
+    if (lazy_first_ns_ == 0) lazy_first_ns_ = first_commit_ns;
+    lazy_seq_ = seq;
+  } else {
+    // A durable push makes every checkpoint before it durable too.
+    lazy_first_ns_ = 0;
+  }
   mu_.Unlock();
-  Result<Lsn> commit_lsn = WriteCheckpoint(std::move(old));
+  Result<Lsn> commit_lsn = WriteCheckpoint(std::move(old), lazy);
   if (commit_lsn.ok()) {
     // Get the commit record out rather than leave it in a half-filled
     // iclog: the AIL can only push (and the tail move) once it is on disk.
-    Status s = options_.writer->Force(*commit_lsn);
-    (void)s;  // a failure has already failed the writer and, through it, the log
+    // A lazy push only writes it; a force of it later flushes.
+    Status s = lazy ? options_.writer->WriteOut(*commit_lsn) : options_.writer->Force(*commit_lsn);
+    if (lazy && s.ok()) lazy_ns_.Record(MonotonicNanos() - first_commit_ns);
+    // A failure has already failed the writer and, through it, the log.
   }
   mu_.Lock();
   pushing_ = false;
   // The push thread sleeps while a push is under way: wake it only when
-  // there is more to push (a wake-up per fsync otherwise).
-  if (push_target_ >= ctx_->seq) push_cv_.Signal();
+  // there is more to push (a wake-up per fsync otherwise), or a lazy push
+  // to time (the context's first commit found the push under way).
+  if (push_target_ >= ctx_->seq || flush_wanted_ ||
+      (options_.lazy_push_ns > 0 && !ctx_->entries.empty()))
+    push_cv_.Signal();
   state_cv_.SignalAll();  // forcers waiting for it, pushed or failed
   if (!commit_lsn.ok()) {
     if (status_.ok()) {
@@ -268,7 +335,7 @@ void Cil::PushLocked() {
   pushed_lsn_ = *commit_lsn;
 }
 
-Result<Lsn> Cil::WriteCheckpoint(std::shared_ptr<Ctx> ctx) {
+Result<Lsn> Cil::WriteCheckpoint(std::shared_ptr<Ctx> ctx, bool lazy) {
   std::string header;
   PutFixed64(&header, ctx->seq);
   PutFixed32(&header, static_cast<std::uint32_t>(ctx->entries.size()));
@@ -282,7 +349,7 @@ Result<Lsn> Cil::WriteCheckpoint(std::shared_ptr<Ctx> ctx) {
   Ctx* raw = ctx.get();
   Result<WriteResult> res = options_.writer->Write(
       ops, raw->item_bytes + raw->fund, /*commit=*/true,
-      [this, ctx](const Status& s, const WriteResult& r) { Committed(ctx, s, r); });
+      [this, ctx](const Status& s, const WriteResult& r) { Committed(ctx, s, r); }, lazy);
   if (!res.ok()) {
     // Nothing of it will be written: fail its items as the callback would.
     Committed(ctx, res.status(), WriteResult{});
@@ -291,8 +358,9 @@ Result<Lsn> Cil::WriteCheckpoint(std::shared_ptr<Ctx> ctx) {
   return res->end_lsn;
 }
 
-// xlog_cil_committed: the checkpoint's commit record is on disk (or never
-// will be).  Runs on the log's completion thread, in sequence order.
+// xlog_cil_committed: the checkpoint's commit record is durable (or never
+// will be): a lazily written one waits for the force or preflush that makes
+// it stable, its items pinned meanwhile.  Runs on the log's completion thread, in sequence order.
 void Cil::Committed(const std::shared_ptr<Ctx>& ctx, const Status& s, const WriteResult& res) {
   std::vector<LogItem*> items;
   items.reserve(ctx->entries.size());
@@ -309,6 +377,7 @@ void Cil::Committed(const std::shared_ptr<Ctx>& ctx, const Status& s, const Writ
     MutexLock l(&mu_);
     if (s.ok()) {
       committed_seq_ = std::max(committed_seq_, ctx->seq);
+      if (committed_seq_ >= lazy_seq_) lazy_first_ns_ = 0;  // nothing lazily written is unstable
       ++stats_.committed;
     } else {
       ++stats_.aborted;
@@ -366,6 +435,10 @@ CilStats Cil::Stats() const {
   s.items = ctx_->entries.size();
   s.space_used = ctx_->item_bytes + ctx_->fund;
   s.committed_seq = committed_seq_;
+  s.lazy_p50_ns = lazy_ns_.Percentile(0.5);
+  s.lazy_p99_ns = lazy_ns_.Percentile(0.99);
+  s.lazy_max_ns = lazy_ns_.Max();
+  s.lazy_written = lazy_ns_.Count();
   return s;
 }
 

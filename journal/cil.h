@@ -9,10 +9,13 @@
 //
 //   START  TRANS_HEADER(seq, items)  item ops ...  COMMIT
 //
-// When the record holding the COMMIT is on disk (with every record before
-// it), the items are unpinned and enter the AIL at the checkpoint's start
-// LSN, and the AIL head advances to the commit record (LogSpace gets the
-// written bytes back as tail space).
+// When the record holding the COMMIT is durable (with every record before
+// it: LogWriter's stable head), the items are unpinned and enter the AIL at
+// the checkpoint's start LSN, and the AIL head advances to the commit record
+// (LogSpace gets the written bytes back as tail space).  A checkpoint
+// written lazily (lazy_push_ns) keeps its items pinned until a force or a
+// later preflush makes it durable: the AIL never writes back metadata whose
+// log records a power cut could still take away.
 //
 // Pushes happen in the background when a context holds
 // min(log/8, 32 MiB) (push_bytes); committers are throttled at twice that
@@ -43,6 +46,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/histogram.h"
 #include "base/mutex.h"
 #include "base/status.h"
 #include "journal/ail.h"
@@ -64,6 +68,15 @@ struct CilOptions {
   // push_bytes, so that a crash loses at most this much un-fsynced work.
   // 0: only when the CIL fills or on a force.
   std::int64_t push_interval_ns = 0;
+  // The lazy push: a context is pushed at most this long after its first
+  // commit and its records written to the device without FUA or flush
+  // (LogWriter::WriteOut), so that a killed daemon loses nothing committed
+  // more than this long before (the device, or the host's page cache under
+  // an image file, outlives the daemon), while a power cut may still lose it
+  // (only a force makes it durable).  The first commit into an empty context
+  // wakes the push thread, which sleeps until the delay has passed: the
+  // commits of that delay share one push and one log write.  0: off.
+  std::int64_t lazy_push_ns = 0;
   // The tid of the first checkpoint; later ones count up from it.
   std::uint32_t first_tid = 1;
   // Called once when the CIL fails the log (an overrun, a failed write).
@@ -80,6 +93,14 @@ struct CilStats {
   std::uint64_t pushes = 0;            // checkpoints written
   std::uint64_t background_pushes = 0;
   std::uint64_t timed_pushes = 0;      // push_interval_ns passed with nobody forcing
+  std::uint64_t lazy_pushes = 0;       // lazy_push_ns passed with nobody forcing
+  std::uint64_t lazy_written = 0;      // of those, written out
+  std::uint64_t kick_flushes = 0;      // forces of lazily written checkpoints (PushAsync, timed)
+  // A lazy push: from the context's first commit to its records being
+  // written (the bound on what a killed daemon loses).
+  std::int64_t lazy_p50_ns = 0;
+  std::int64_t lazy_p99_ns = 0;
+  std::int64_t lazy_max_ns = 0;
   std::uint64_t forced_pushes = 0;
   std::uint64_t inline_pushes = 0;     // pushes done on a forcer's thread
   std::uint64_t empty_forces = 0;      // forces with nothing new to write
@@ -121,7 +142,9 @@ class Cil {
   // still current and waits for its commit record to be on disk.
   Status Force(std::uint64_t seq = 0);
   // Asks for a push of the current context without waiting, and for its
-  // commit record to be written promptly (the grant-head sleeper's kick).
+  // commit record to be written promptly (the grant-head sleeper's kick);
+  // with an empty context, for checkpoints written lazily to be made
+  // durable, so that their items unpin and their log space can come back.
   void PushAsync();
 
   // Fails every waiter and refuses further commits.
@@ -143,16 +166,17 @@ class Cil {
     std::vector<Entry> entries;
     std::int64_t item_bytes = 0;  // op headers and bodies
     std::int64_t fund = 0;        // overhead charged so far
-    std::int64_t first_commit_ns = 0;  // MonotonicNanos() of its first item (push_interval_ns)
+    std::int64_t first_commit_ns = 0;  // MonotonicNanos() of its first item (timed, lazy pushes)
   };
   void PushMain();
   // One push: swaps the current (non-empty) context out, writes it and gets
   // its commit record out, with mu_ let go meanwhile (pushing_ keeps a
   // second pusher out, so checkpoints are still written one at a time, in
-  // order).  On the push thread, or on a forcer's (Force).
-  void PushLocked() REQUIRES(mu_);
+  // order).  On the push thread, or on a forcer's (Force).  `lazy`: write
+  // it out without making it durable (lazy_push_ns).
+  void PushLocked(bool lazy = false) REQUIRES(mu_);
   // Writes one swapped-out context; returns the commit record's LSN.
-  Result<Lsn> WriteCheckpoint(std::shared_ptr<Ctx> ctx);
+  Result<Lsn> WriteCheckpoint(std::shared_ptr<Ctx> ctx, bool lazy);
   void Committed(const std::shared_ptr<Ctx>& ctx, const Status& s, const WriteResult& res);
   void Fail(const Status& why);
 
@@ -164,6 +188,12 @@ class Cil {
   std::uint32_t next_tid_ GUARDED_BY(mu_);
   std::uint64_t push_target_ GUARDED_BY(mu_) = 0;   // push contexts up to this seq
   bool push_urgent_ GUARDED_BY(mu_) = false;        // and get the commit record out
+  bool flush_wanted_ GUARDED_BY(mu_) = false;       // force pushed_lsn_ (PushAsync, timed)
+  // The first commit of the oldest lazily written checkpoint not yet
+  // durable (0: none), and the newest lazily pushed sequence: the timed push
+  // runs from it, so commit= bounds what a power cut loses.
+  std::int64_t lazy_first_ns_ GUARDED_BY(mu_) = 0;
+  std::uint64_t lazy_seq_ GUARDED_BY(mu_) = 0;
   bool pushing_ GUARDED_BY(mu_) = false;            // a push is between swap and pushed_seq_
   std::uint64_t pushed_seq_ GUARDED_BY(mu_) = 0;    // written to the log writer
   Lsn pushed_lsn_ GUARDED_BY(mu_) = kNullLsn;       // its commit record
@@ -172,6 +202,7 @@ class Cil {
   bool stop_ GUARDED_BY(mu_) = false;
   bool started_ GUARDED_BY(mu_) = false;
   CilStats stats_ GUARDED_BY(mu_);
+  Histogram lazy_ns_;  // lazy pushes: first commit -> written
   CondVar push_cv_;   // work for the push thread
   CondVar state_cv_;  // contexts swapped, pushed, committed; shutdown
   std::thread pusher_;

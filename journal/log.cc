@@ -66,7 +66,13 @@ Result<std::unique_ptr<Log>> Log::Open(const LogOptions& options) {
                          .prev = p.last_record,
                          .space = log->space_.get(),
                          .tail_lsn = [raw] { return raw->ail_->tail_lsn(); },
-                         .on_error = [raw](const Status& s) { raw->Shutdown(s); }}));
+                         .on_error = [raw](const Status& s) { raw->Shutdown(s); },
+                         // A record with a preflush is at most a ring past
+                         // the stable end; one without, at most this: so
+                         // every record a power cut may lose lies in the
+                         // window the next mount's head search scans.
+                         .unstable_sectors = log->max_inflight_sectors_ -
+                                             options.iclog_bytes / kLogSectorSize}));
   // Tids only need to differ from those of records still in the log.
   std::uint32_t first_tid = std::random_device{}();
   if (first_tid == 0) first_tid = 1;
@@ -75,6 +81,7 @@ Result<std::unique_ptr<Log>> Log::Open(const LogOptions& options) {
                                                .space = log->space_.get(),
                                                .push_bytes = options.push_bytes,
                                                .push_interval_ns = options.push_interval_ns,
+                                               .lazy_push_ns = options.lazy_push_ns,
                                                .first_tid = first_tid,
                                                .on_error = [raw](const Status& s) {
                                                  raw->Shutdown(s);

@@ -8,8 +8,9 @@
 //      into an op body, and pins the item the first time it enters a
 //      checkpoint context.  A pinned item must not be written back: its
 //      change is not on disk in the log yet (Push() returns kPinned).
-//   3. When the checkpoint's commit record is on disk, the CIL unpins the
-//      item and the AIL takes it at the checkpoint's start LSN.
+//   3. When the checkpoint's commit record is durable (not merely written:
+//      see LogWriter's stable head), the CIL unpins the item and the AIL
+//      takes it at the checkpoint's start LSN.
 //   4. The AIL pushes the oldest items; when an item's writeback is done its
 //      owner calls Ail::DeleteIfLsn(item, lsn_it_wrote) and the tail moves
 //      past it.

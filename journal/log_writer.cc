@@ -35,7 +35,8 @@ struct LogWriter::Iclog {
   Lsn prev_lsn = kNullLsn;
   std::uint32_t num_ops = 0;
   std::uint32_t record_flags = 0;
-  bool has_commit = false;
+  bool has_commit = false;  // holds a commit record someone waits for: preflush
+  bool fua = false;         // holds an op of a Write that was not lazy
   int refs = 0;           // writers copying into it, forcers switching it
   std::vector<std::pair<LogDoneCallback, WriteResult>> callbacks;
   // Set when it is synced.
@@ -44,6 +45,11 @@ struct LogWriter::Iclog {
   int parts_pending = 0;
   Status io_status;
   std::int64_t submit_ns = 0;
+  // With a preflush: the records written (completed, in order) when it was
+  // issued, which its flush made stable.
+  bool preflush = false;
+  Lsn flush_covers = kNullLsn;
+  Lsn flush_covers_end = kNullLsn;
 };
 
 Result<std::unique_ptr<LogWriter>> LogWriter::Create(const LogWriterOptions& options) {
@@ -78,7 +84,14 @@ LogWriter::LogWriter(const LogWriterOptions& options)
       on_error_(options.on_error),
       head_(options.head),
       prev_(options.prev),
-      durable_(options.prev) {
+      written_(options.prev),
+      written_end_(options.head),
+      stable_(options.prev),
+      stable_end_(options.head),
+      done_(options.prev),
+      unstable_sectors_(std::max(options.unstable_sectors,
+                                 options.iclog_count * (options.iclog_bytes / kLogSectorSize))),
+      last_tail_(options.head) {
   MutexLock l(&mu_);
   for (std::uint32_t i = 0; i < options.iclog_count; ++i) {
     auto ic = std::make_unique<Iclog>();
@@ -103,7 +116,9 @@ void LogWriter::WaitIdle() {
   // Every switched-out record completes (with an error once shut down), and
   // its callbacks run, before the ring goes away.
   for (;;) {
-    bool busy = processing_;
+    // Callbacks waiting for a flush nobody will issue are not "in flight";
+    // once the log has failed they are failed promptly.
+    bool busy = processing_ || (!status_.ok() && !pending_.empty());
     for (const auto& ic : ring_)
       busy |= ic->state != IclogState::kActive || ic->refs > 0;
     if (!busy) break;
@@ -192,13 +207,13 @@ Status LogWriter::SwitchLocked(Iclog* ic) {
 }
 
 Result<WriteResult> LogWriter::Write(std::span<const LogOp> ops, std::int64_t fund, bool commit,
-                                     LogDoneCallback done) {
+                                     LogDoneCallback done, bool lazy) {
   MutexLock w(&write_mu_);
-  return WriteLocked(ops, fund, commit, std::move(done));
+  return WriteLocked(ops, fund, commit, std::move(done), lazy);
 }
 
 Result<WriteResult> LogWriter::WriteLocked(std::span<const LogOp> ops, std::int64_t fund,
-                                           bool commit, LogDoneCallback done) {
+                                           bool commit, LogDoneCallback done, bool lazy) {
   mu_.Lock();
   if (!status_.ok()) {
     Status s = status_;
@@ -249,6 +264,7 @@ Result<WriteResult> LogWriter::WriteLocked(std::span<const LogOp> ops, std::int6
       DrawFundLocked(static_cast<std::int64_t>(kOpHeaderSize + n));
       ++ic->num_ops;
       ++ic->refs;
+      if (!lazy) ic->fua = true;
       if (op.flags & kOpUnmount) ic->record_flags |= kRecordUnmount;
       stats_.op_bytes += kOpHeaderSize + n;
       mu_.Unlock();
@@ -290,7 +306,7 @@ Result<WriteResult> LogWriter::WriteLocked(std::span<const LogOp> ops, std::int6
     return s;
   }
   res.end_lsn = ic->lsn;
-  if (commit) ic->has_commit = true;
+  if (commit && !lazy) ic->has_commit = true;
   if (done) ic->callbacks.emplace_back(std::move(done), res);
   ReturnFundLocked();
   // A force may have switched the iclog out while we copied into it.
@@ -326,7 +342,7 @@ void LogWriter::Sync(Iclog* ic) {
   // writer's lock, which orders it with switches).
   Lsn tail = kNullLsn;
   RecordHeader h;
-  IoFlags flags = kIoFua;
+  IoFlags flags = 0;
   Status failed;
   {
     MutexLock l(&mu_);
@@ -334,7 +350,25 @@ void LogWriter::Sync(Iclog* ic) {
     if (failed.ok()) {
       tail = tail_lsn_ ? tail_lsn_() : kNullLsn;
       if (tail == kNullLsn || tail > ic->lsn) tail = ic->lsn;
+      if (ic->fua) flags |= kIoFua;
       if (ic->has_commit || tail != last_tail_) flags |= kIoPreflush;
+      // Records that may be lost at a power cut (written, not stable) stay
+      // within unstable_sectors_ of the stable head: past it, this record's
+      // preflush makes everything completed so far stable first.  Never
+      // true when every record is FUA (stable_end_ is then written_end_,
+      // and the ring holds every record after it).
+      const Lsn end = AdvanceLsn(ic->lsn, ic->sectors, region_.sectors);
+      if (!(flags & kIoPreflush) &&
+          SectorsBetween(stable_end_, end, region_.sectors) > unstable_sectors_) {
+        flags |= kIoPreflush;
+        ++stats_.span_preflushes;
+      }
+      if (flags & kIoPreflush) {
+        ic->preflush = true;
+        ic->flush_covers = written_;
+        ic->flush_covers_end = written_end_;
+      }
+      if (!(flags & kIoFua)) ++stats_.lazy_records;
       last_tail_ = tail;
       ic->parts_pending = SectorOf(ic->lsn) + ic->sectors > region_.sectors ? 2 : 1;
       ++stats_.records;
@@ -425,30 +459,61 @@ void LogWriter::ProcessCompletions() {
     Iclog* ic = ring_[oldest_].get();
     if (ic->state == IclogState::kDoneSync) {
       SetStateLocked(ic, IclogState::kCallback, /*signal=*/false);
-      Status s = ic->io_status.ok() ? status_ : ic->io_status;
-      if (!ic->io_status.ok() && status_.ok()) {
+      if (!ic->io_status.ok() && status_.ok())
         status_ = Status::IoError(fmt::format("log write of record {} failed: {}",
                                               LsnString(ic->lsn), ic->io_status.ToString()));
-        s = status_;
+      if (status_.ok()) {
+        const Lsn end = AdvanceLsn(ic->lsn, ic->sectors, region_.sectors);
+        // Its preflush completed before it was written: what was written
+        // when it was issued is stable.
+        if (ic->preflush && ic->flush_covers > stable_) {
+          stable_ = ic->flush_covers;
+          stable_end_ = ic->flush_covers_end;
+        }
+        // A FUA record right after the stable head extends it.
+        if (ic->fua && stable_end_ == ic->lsn) {
+          stable_ = ic->lsn;
+          stable_end_ = end;
+        }
+        written_ = ic->lsn;
+        written_end_ = end;
       }
-      auto callbacks = std::move(ic->callbacks);
+      for (auto& [cb, res] : ic->callbacks) pending_.push_back(Pending{ic->lsn, std::move(cb), res});
       ic->callbacks.clear();
-      mu_.Unlock();
-      for (auto& [cb, res] : callbacks) cb(s, res);
-      mu_.Lock();
-      if (s.ok()) durable_ = ic->lsn;
       SetStateLocked(ic, IclogState::kDirty, /*signal=*/false);
-      // xlog_state_clean_iclog
+      // xlog_state_clean_iclog: the buffer is free again even if the record
+      // is not stable yet (its callbacks wait in pending_).
       ic->used = 0;
       ic->lsn = kNullLsn;
       ic->num_ops = 0;
       ic->record_flags = 0;
       ic->has_commit = false;
+      ic->fua = false;
+      ic->preflush = false;
+      ic->flush_covers = kNullLsn;
+      ic->flush_covers_end = kNullLsn;
       ic->encoded.clear();
       ic->io_status = Status::Ok();
       ic->submit_ns = 0;
       SetStateLocked(ic, IclogState::kActive, /*signal=*/false);
       oldest_ = (oldest_ + 1) % ring_.size();
+      continue;
+    }
+    // Callbacks of stable records (all of them, failed, once the log has
+    // failed), in LSN order; then done_ catches up with stable_.
+    if (!status_.ok() ? !pending_.empty()
+                      : done_ < stable_ || (!pending_.empty() && pending_.front().lsn <= stable_)) {
+      const Status s = status_;
+      const Lsn upto = stable_;
+      std::vector<Pending> run;
+      while (!pending_.empty() && (!s.ok() || pending_.front().lsn <= upto)) {
+        run.push_back(std::move(pending_.front()));
+        pending_.pop_front();
+      }
+      mu_.Unlock();
+      for (Pending& p : run) p.done(s, p.res);
+      mu_.Lock();
+      if (s.ok() && upto > done_) done_ = upto;
       continue;
     }
     if (!status_.ok() && !error_reported_) {
@@ -472,42 +537,98 @@ void LogWriter::ProcessCompletions() {
   mu_.Unlock();
 }
 
-Status LogWriter::WaitDurableLocked(Lsn lsn) {
-  while (status_.ok() && durable_ < lsn) cv_.Wait(&mu_);
-  return durable_ >= lsn ? Status::Ok() : status_;
+Result<LogWriter::Iclog*> LogWriter::SwitchForLocked(Lsn lsn, bool durable) {
+  Iclog* cur = ring_[current_].get();
+  if (cur->state != IclogState::kActive || cur->used == 0 || cur->lsn > lsn) return nullptr;
+  // The record is still being filled: switch it out (group commit: every
+  // forcer of it, and every writer already in it, shares this write).  A
+  // forced one is written durable at once: one FUA write with its preflush
+  // costs less than a plain write and then a flush.
+  if (durable) {
+    cur->fua = true;
+    cur->has_commit = true;
+  }
+  WALFS_RETURN_IF_ERROR(SwitchLocked(cur));
+  ++stats_.force_switches;
+  ++cur->refs;
+  return cur;
+}
+
+Status LogWriter::WaitStableLocked(Lsn lsn) {
+  for (;;) {
+    if (done_ >= lsn) return Status::Ok();
+    if (!status_.ok()) return status_;
+    if (written_ >= lsn && stable_ < lsn && !flushing_) {
+      // On the device but not durable: it was written lazily (or FUA while
+      // a lazy record before it was not yet covered).  A flush issued now
+      // covers every record written so far; forcers that come meanwhile
+      // wait for it, or for the next one if it covers too little.
+      flushing_ = true;
+      ++stats_.flushes;
+      const Lsn covers = written_, covers_end = written_end_;
+      mu_.Unlock();
+      const Status fs = region_.device->Flush();
+      mu_.Lock();
+      flushing_ = false;
+      if (fs.ok() && covers > stable_) {
+        stable_ = covers;
+        stable_end_ = covers_end;
+      } else if (!fs.ok() && status_.ok()) {
+        status_ = Status::IoError(fmt::format("log flush after record {} failed: {}",
+                                              LsnString(covers), fs.ToString()));
+      }
+      cv_.SignalAll();
+      // Run the callbacks of what became stable (or fail them all).
+      mu_.Unlock();
+      ProcessCompletions();
+      mu_.Lock();
+      continue;
+    }
+    cv_.Wait(&mu_);
+  }
 }
 
 Status LogWriter::Force(Lsn lsn) {
   const std::int64_t t0 = MonotonicNanos();
-  Iclog* to_release = nullptr;
   mu_.Lock();
   ++stats_.forces;
-  if (durable_ >= lsn) {
+  if (done_ >= lsn) {
     mu_.Unlock();
     WALFS_TRACE(kTraceLogForce, lsn, 0, 1);
     return Status::Ok();
   }
-  Iclog* cur = ring_[current_].get();
-  if (cur->state == IclogState::kActive && cur->used > 0 && cur->lsn <= lsn) {
-    // The record is still being filled: switch it out (group commit: every
-    // forcer of it, and every writer already in it, shares this write).
-    Status s = SwitchLocked(cur);
-    if (!s.ok()) {
-      mu_.Unlock();
-      Shutdown(s);
-      return s;
-    }
-    ++stats_.force_switches;
-    ++cur->refs;
-    to_release = cur;
+  Result<Iclog*> sw = SwitchForLocked(lsn, /*durable=*/true);
+  if (!sw.ok()) {
+    mu_.Unlock();
+    Shutdown(sw.status());
+    return sw.status();
   }
   ++stats_.force_waits;
   mu_.Unlock();
-  if (to_release) Release(to_release);
+  if (*sw) Release(*sw);
   MutexLock l(&mu_);
-  Status s = WaitDurableLocked(lsn);
+  Status s = WaitStableLocked(lsn);
   WALFS_TRACE(kTraceLogForce, lsn, MonotonicNanos() - t0, 0);
   return s;
+}
+
+Status LogWriter::WriteOut(Lsn lsn) {
+  mu_.Lock();
+  if (written_ >= lsn) {
+    mu_.Unlock();
+    return Status::Ok();
+  }
+  Result<Iclog*> sw = SwitchForLocked(lsn, /*durable=*/false);
+  if (!sw.ok()) {
+    mu_.Unlock();
+    Shutdown(sw.status());
+    return sw.status();
+  }
+  mu_.Unlock();
+  if (*sw) Release(*sw);
+  MutexLock l(&mu_);
+  while (status_.ok() && written_ < lsn) cv_.Wait(&mu_);
+  return written_ >= lsn ? Status::Ok() : status_;
 }
 
 Status LogWriter::ForceAll() {
@@ -539,7 +660,7 @@ Status LogWriter::WriteUnmount(std::uint32_t tid, std::int64_t fund) {
     }
     const LogOp op{tid, kOpUnmount, ItemType::kNone, {}};
     WALFS_ASSIGN_OR_RETURN(WriteResult res,
-                           WriteLocked(std::span<const LogOp>(&op, 1), fund, true, {}));
+                           WriteLocked(std::span<const LogOp>(&op, 1), fund, true, {}, false));
     lsn = res.end_lsn;
   }
   return Force(lsn);
@@ -560,6 +681,7 @@ void LogWriter::Shutdown(const Status& why) {
     cv_.SignalAll();
   }
   for (Iclog* ic : to_sync) Sync(ic);  // fails at once: status_ is set
+  ProcessCompletions();  // fails the callbacks of records that were written but not stable
   if (report && on_error_) on_error_(why);
 }
 
@@ -576,14 +698,20 @@ Lsn LogWriter::head() const {
 
 Lsn LogWriter::durable_lsn() const {
   MutexLock l(&mu_);
-  return durable_;
+  return stable_;
+}
+
+Lsn LogWriter::written_lsn() const {
+  MutexLock l(&mu_);
+  return written_;
 }
 
 LogWriterStats LogWriter::Stats() const {
   MutexLock l(&mu_);
   LogWriterStats s = stats_;
   s.head = head_;
-  s.durable = durable_;
+  s.durable = stable_;
+  s.written = written_;
   s.write_p50_ns = write_ns_.Percentile(0.5);
   s.write_p99_ns = write_ns_.Percentile(0.99);
   return s;

@@ -22,10 +22,26 @@
 // heads were charged for, which is what lets the AIL hand them back when a
 // checkpoint completes (Ail::InsertCheckpoint).
 //
-// Durability: every log write is FUA; a record that holds a commit record,
-// or whose tail LSN moved since the last record, is written with a preflush
-// too (both halves of a record that wraps), so that the metadata writeback the tail move relies on and the
-// records before it are stable first.
+// Durability: a record is written FUA unless every op in it came from a
+// lazy Write (a checkpoint nobody has forced yet: see Cil's lazy push); a
+// record that holds a forced commit record, or whose tail LSN moved since
+// the last record, is written with a preflush too (both halves of a record
+// that wraps), so that the metadata writeback the tail move relies on and the
+// records before it are stable first.  A lazy record is a plain write: it
+// reaches the device (for an image file, the host's page cache, which
+// outlives the daemon) but not stable storage.  So the writer keeps two
+// heads: `written` (every record up to it completed, in LSN order) and
+// `stable` (every record up to it is durable: FUA writes in an unbroken chain
+// from a durable point, or covered by a completed flush).  Callbacks run only
+// once their record is stable, so a lazy checkpoint keeps its items pinned
+// (the AIL cannot write them back: the write-ahead rule for a power cut)
+// until a force, or a later preflush, covers it.  A force of a record that
+// was written but is not stable issues a device flush (group commit: one
+// flush covers every forcer of a record written before it).  And no record is
+// written more than one ring (logbufs x logbsize) past the stable head
+// without a preflush, so after a power cut the records that may be missing
+// all lie in one in-flight window before the head, where recovery's head
+// search looks for holes (log_head.h).
 //
 // Lock order: the writer's lock before the AIL's (the tail is read with the
 // writer's lock held).  Callbacks run without the writer's lock, one at a
@@ -33,6 +49,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <span>
@@ -67,7 +84,7 @@ struct WriteResult {
 };
 
 // Runs once the record holding a Write's last op, and every record before
-// it, is on disk; or with the error that stopped that.
+// it, is durable (stable); or with the error that stopped that.
 using LogDoneCallback = std::function<void(const Status&, const WriteResult&)>;
 
 struct LogWriterOptions {
@@ -83,11 +100,17 @@ struct LogWriterOptions {
   std::function<Lsn()> tail_lsn{};
   // Called once, without locks, when an I/O error fails the log.
   std::function<void(const Status&)> on_error{};
+  // The most log, in sectors, that records written but not stable may span
+  // (past it a record takes a preflush): what recovery's head search can
+  // find holes in (Log passes RecoveryWindowSectors less one record).  0 or
+  // less than the ring (logbufs x logbsize): the ring.
+  std::uint32_t unstable_sectors = 0;
 };
 
 struct LogWriterStats {
   Lsn head = kNullLsn;          // where the next record starts
-  Lsn durable = kNullLsn;       // the last record on disk, with all before it
+  Lsn durable = kNullLsn;       // the last stable record, with all before it
+  Lsn written = kNullLsn;       // the last record written, with all before it
   std::uint64_t writes = 0;     // Write calls
   std::uint64_t ops = 0;
   std::uint64_t op_bytes = 0;   // op headers and bodies copied
@@ -96,6 +119,9 @@ struct LogWriterStats {
   std::uint64_t record_bytes = 0;  // on disk, headers and padding included
   std::uint64_t wrapped_records = 0;
   std::uint64_t preflushes = 0;
+  std::uint64_t lazy_records = 0;   // written without FUA (only lazy ops in them)
+  std::uint64_t span_preflushes = 0;  // preflushes only because a ring passed the stable head
+  std::uint64_t flushes = 0;        // device flushes of a force whose record was written lazily
   std::uint64_t forces = 0;         // Force/ForceAll calls
   std::uint64_t force_switches = 0; // forces that switched out an active iclog
   std::uint64_t force_waits = 0;    // forces that waited for I/O
@@ -125,15 +151,24 @@ class LogWriter {
 
   // Copies ops into iclogs in order, splitting bodies across records.  `fund`
   // bytes of grant space are handed over to pay for them (see above).  `commit`: the
-  // last op commits a transaction (its record gets a preflush).  `done` runs
-  // as described above.  Writes are serialized.  Fails once the log is shut
-  // down (no op is copied then).
+  // last op commits a transaction (its record gets a preflush, unless lazy).
+  // `lazy`: nobody waits for these ops to be durable yet; a record holding
+  // only lazy ops is written without FUA or flush.  `done` runs as described
+  // above.  Writes are serialized.  Fails once the log is shut down (no op is
+  // copied then).
   Result<WriteResult> Write(std::span<const LogOp> ops, std::int64_t fund, bool commit,
-                            LogDoneCallback done);
+                            LogDoneCallback done, bool lazy = false);
   // Makes the record at `lsn` and every record before it durable, switching
-  // out the iclog that holds it if it is still being filled; concurrent
-  // forcers of the same record share one write (group commit).
+  // out the iclog that holds it if it is still being filled (it is then
+  // written FUA with a preflush); concurrent forcers of the same record share
+  // one write (group commit).  A record already written lazily gets a device
+  // flush.  Returns once the records' callbacks have run.
   Status Force(Lsn lsn);
+  // Gets the record at `lsn` and every record before it written to the
+  // device, switching out the iclog that holds it if it is still being
+  // filled, without making them durable: what a killed daemon must not lose,
+  // at no flush's cost.  Returns once they completed.
+  Status WriteOut(Lsn lsn);
   // Makes everything written so far durable.
   Status ForceAll();
   // A clean-unmount record of its own, then ForceAll.  `fund` must cover a
@@ -152,7 +187,8 @@ class LogWriter {
 
   std::uint32_t payload_capacity() const { return capacity_; }
   Lsn head() const;
-  Lsn durable_lsn() const;
+  Lsn durable_lsn() const;  // stable
+  Lsn written_lsn() const;
   LogWriterStats Stats() const;
 
  private:
@@ -160,7 +196,8 @@ class LogWriter {
   explicit LogWriter(const LogWriterOptions& options);
 
   Result<WriteResult> WriteLocked(std::span<const LogOp> ops, std::int64_t fund, bool commit,
-                                  LogDoneCallback done) REQUIRES(write_mu_) EXCLUDES(mu_);
+                                  LogDoneCallback done, bool lazy) REQUIRES(write_mu_)
+      EXCLUDES(mu_);
   Iclog* CurrentLocked() REQUIRES(mu_);
   Iclog* FailCurrentLocked() REQUIRES(mu_);
   Status WaitActiveLocked(Iclog* ic) REQUIRES(mu_);
@@ -177,7 +214,13 @@ class LogWriter {
   void Sync(Iclog* ic) EXCLUDES(mu_);
   void PartDone(Iclog* ic, const Status& s) EXCLUDES(mu_);
   void ProcessCompletions() EXCLUDES(mu_);
-  Status WaitDurableLocked(Lsn lsn) REQUIRES(mu_);
+  // Switches out the current iclog if it holds `lsn`; returns it (with a
+  // reference the caller Release()s) or nullptr.  `durable`: write it FUA
+  // with a preflush.
+  Result<Iclog*> SwitchForLocked(Lsn lsn, bool durable) REQUIRES(mu_);
+  // Waits until the record at `lsn` is stable and its callbacks have run,
+  // flushing the device when it was written but is not stable.
+  Status WaitStableLocked(Lsn lsn) REQUIRES(mu_);
 
   const LogRegion region_;
   const std::uint32_t capacity_;  // payload bytes per record
@@ -192,8 +235,27 @@ class LogWriter {
   std::size_t oldest_ GUARDED_BY(mu_) = 0;   // the next to complete, in LSN order
   Lsn head_ GUARDED_BY(mu_);         // where the current (or next) record starts
   Lsn prev_ GUARDED_BY(mu_);         // the last record switched out
-  Lsn durable_ GUARDED_BY(mu_);      // completions processed up to this record
-  Lsn last_tail_ GUARDED_BY(mu_) = kNullLsn;  // tail written in the last record
+  // Completions processed up to this record (and where it ends); stable up
+  // to this record (and where it ends); callbacks run up to this record.
+  // done_ <= stable_ <= written_.
+  Lsn written_ GUARDED_BY(mu_);
+  Lsn written_end_ GUARDED_BY(mu_);
+  Lsn stable_ GUARDED_BY(mu_);
+  Lsn stable_end_ GUARDED_BY(mu_);
+  Lsn done_ GUARDED_BY(mu_);
+  bool flushing_ GUARDED_BY(mu_) = false;  // a force's device flush is under way
+  struct Pending {
+    Lsn lsn;  // the record holding the Write's last op
+    LogDoneCallback done;
+    WriteResult res;
+  };
+  // Callbacks of written records waiting for them to be stable, in LSN order.
+  std::deque<Pending> pending_ GUARDED_BY(mu_);
+  // The most written past stable_end_ (LogWriterOptions::unstable_sectors).
+  const std::uint32_t unstable_sectors_;
+  // The tail written in the last record; at first, the tail at open (its
+  // writeback, recovery's, was flushed before the log opened).
+  Lsn last_tail_ GUARDED_BY(mu_);
   std::int64_t fund_ GUARDED_BY(mu_) = 0;
   Status status_ GUARDED_BY(mu_);
   bool processing_ GUARDED_BY(mu_) = false;  // a thread is running callbacks

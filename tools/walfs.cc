@@ -51,6 +51,7 @@ struct Config {
   char* commit = nullptr;  // seconds; parsed whole (fuse_opt's %u ignores trailing text)
   int writeback_cache = -1;  // -1: the default (on)
   char* wb_reserve_mb = nullptr;
+  char* lazy_commit = nullptr;  // milliseconds; parsed whole
   int trace_poll = 0;
   int ro = 0;
   int norecovery = 0;
@@ -77,7 +78,7 @@ struct Config {
   ~Config() {
     for (char* p :
          {image, wake, commit, trace_wakeup, trace_recursion, attr_timeout, entry_timeout, negative_timeout, wb_reserve_mb,
-          logbufs, logbsize, threads, trace_delay_us, trace_buffer_kb})
+          logbufs, logbsize, threads, trace_delay_us, trace_buffer_kb, lazy_commit})
       free(p);
   }
 };
@@ -92,6 +93,7 @@ const fuse_opt kOptions[] = {
     {"writeback_cache", offsetof(Config, writeback_cache), 1},
     {"nowriteback_cache", offsetof(Config, writeback_cache), 0},
     WALFS_OPT("wb_reserve_mb=%s", wb_reserve_mb),
+    WALFS_OPT("lazy_commit_ms=%s", lazy_commit),
     WALFS_OPT("trace_poll", trace_poll),
     WALFS_OPT("norecovery", norecovery),
     WALFS_OPT("io=sync", sync_io),
@@ -143,6 +145,9 @@ void Usage(const char* prog) {
       "                          made, fsynced or not: what a crash can lose (0..86400, default\n"
       "                          5, as ext4; 0: only an fsync, walfs sync, unmount or a CIL of\n"
       "                          1/8 of the log do)\n"
+      "  -o lazy_commit_ms=MS    changes are written to the image (no device flush) at most this\n"
+      "                          long after they are made: what a killed daemon can lose; a power\n"
+      "                          cut is bounded by commit= (0..1000, default 5; 0: off)\n"
       "  -o threads=N            FUSE worker threads kept idle (default: libfuse's 10)\n"
       "  -o max_threads=N        at most N FUSE worker threads (libfuse's; default 10)\n"
       "  -o nowriteback_cache    every write(2) goes to walfs at once (default: the kernel caches\n"
@@ -287,6 +292,9 @@ int main(int argc, char** argv) {
   std::uint64_t trace_delay_us = 0, trace_buffer_kb = 0;
   if (!ParseNumber("trace_delay_us", cfg.trace_delay_us, 1, 10'000'000, &trace_delay_us, "microseconds")) return 1;
   if (!ParseNumber("trace_buffer_kb", cfg.trace_buffer_kb, 4, 1'048'576, &trace_buffer_kb, "KiB")) return 1;
+  n = mo.lazy_commit_ms;
+  if (!ParseNumber("lazy_commit_ms", cfg.lazy_commit, 0, 1000, &n, "milliseconds (0: off)")) return 1;
+  mo.lazy_commit_ms = static_cast<std::uint32_t>(n);
   mo.fault_injection = cfg.fault_injection != 0;
   if (cfg.wake) {
     auto m = walfs::journal::ParseWakeMode(cfg.wake);

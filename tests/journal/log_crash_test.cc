@@ -7,11 +7,16 @@
 // force had returned by then; and recovering again must change nothing.
 // The workload wraps the log, so crashes land around its physical end too:
 // records split across it (two writes) and in-flight windows straddling it.
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include <gtest/gtest.h>
 
@@ -32,7 +37,7 @@ using testing::kBlockSize;
 using testing::kPayloadOffset;
 using testing::TestJournal;
 
-constexpr std::uint32_t kSectors = 1040;  // 520 KiB: the workload wraps it (asserted)
+constexpr std::uint32_t kSectors = 1160;  // 580 KiB: the workload wraps it (asserted)
 constexpr std::uint32_t kBlocks = 8;
 constexpr std::size_t kPayload = kBlockSize - kPayloadOffset;
 
@@ -61,7 +66,10 @@ struct Workload {
 };
 
 // Runs `count` random transactions on a fresh log over a recording device.
-Workload RunWorkload(std::uint64_t seed, int count) {
+// `lazy`: with the CIL's lazy push (100 us), and pauses that let it fire,
+// so that checkpoints are also written without FUA or flush and a crash
+// state may lose any of them that no flush covered.
+Workload RunWorkload(std::uint64_t seed, int count, bool lazy) {
   Workload w;
   w.disk = std::make_unique<MemoryDevice>(ImageBytes(kSectors));
   w.rec = std::move(RecordingDevice::Create(w.disk.get())).value();
@@ -72,6 +80,7 @@ Workload RunWorkload(std::uint64_t seed, int count) {
   // the workload to wrap.
   o.geometry.block_size = 1024;
   o.push_bytes = 24 * 1024;  // background checkpoints between forces
+  if (lazy) o.lazy_push_ns = 100'000;
   auto opened = Log::Open(o);
   // The log is barely above the minimum these reservations allow: a table
   // that grows fails here, with the reason, and the specs stop on an empty
@@ -104,6 +113,7 @@ Workload RunWorkload(std::uint64_t seed, int count) {
     for (std::uint32_t b : picked) testing::UnlockBlock(j[b]);
     EXPECT_TRUE(seq.ok()) << seq.status().ToString();
     w.states.push_back(model);
+    if (lazy && rng() % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(400));
     if (rng() % 6 == 0) {
       EXPECT_TRUE(j->Force(*seq).ok());
       w.forced.emplace_back(w.rec->op_count(), static_cast<std::size_t>(t));
@@ -112,6 +122,10 @@ Workload RunWorkload(std::uint64_t seed, int count) {
   // The workload is meant to wrap the log (recovery across its end).
   const Lsn head = j->Stats().head;
   EXPECT_GE(CycleOf(head), 2u) << "the workload did not wrap the log: head " << LsnString(head);
+  if (lazy) {
+    EXPECT_GT(j->Stats().cil.lazy_written, 5u) << "the lazy push hardly ran";
+    EXPECT_GT(j->Stats().writer.lazy_records, 5u);
+  }
   // The crash: the log stops where it is, without an unmount record.
   j->Halt();
   return w;
@@ -148,10 +162,15 @@ void CheckRecovered(const Workload& w, MemoryDevice* dev, std::size_t required,
   EXPECT_TRUE(WholeDevice(dev) == once) << what << ": recovering again changed the image";
 }
 
-class LogCrash : public ::testing::TestWithParam<std::uint64_t> {};
+// (seed, lazy push)
+class LogCrash : public ::testing::TestWithParam<std::tuple<std::uint64_t, bool>> {
+ protected:
+  std::uint64_t Seed() const { return std::get<0>(GetParam()); }
+  bool Lazy() const { return std::get<1>(GetParam()); }
+};
 
 TEST_P(LogCrash, EveryFlushPrefixRecoversToAForcedConsistentState) {
-  Workload w = RunWorkload(GetParam(), 300);
+  Workload w = RunWorkload(Seed(), 300, Lazy());
   ASSERT_FALSE(w.forced.empty());
   const std::vector<std::size_t> flushes = w.rec->FlushPoints();
   ASSERT_GT(flushes.size(), 10u);
@@ -182,10 +201,10 @@ TEST_P(LogCrash, EveryFlushPrefixRecoversToAForcedConsistentState) {
 }
 
 TEST_P(LogCrash, SampledReorderingsOfWritesInFlightRecover) {
-  Workload w = RunWorkload(GetParam() ^ 0x5eed, 240);
+  Workload w = RunWorkload(Seed() ^ 0x5eed, 240, Lazy());
   ASSERT_FALSE(w.forced.empty());
   const std::size_t total = w.rec->op_count();
-  std::mt19937_64 rng(GetParam());
+  std::mt19937_64 rng(Seed());
   for (int s = 0; s < 150; ++s) {
     const std::size_t n = 1 + rng() % total;
     CrashSampleOptions o;
@@ -202,7 +221,12 @@ TEST_P(LogCrash, SampledReorderingsOfWritesInFlightRecover) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, LogCrash, ::testing::Values(1u, 2u, 3u));
+INSTANTIATE_TEST_SUITE_P(Seeds, LogCrash,
+                         ::testing::Combine(::testing::Values(1u, 2u, 3u), ::testing::Bool()),
+                         [](const auto& p) {
+                           return fmt::format("seed{}{}", std::get<0>(p.param),
+                                              std::get<1>(p.param) ? "_lazy" : "");
+                         });
 
 }  // namespace
 }  // namespace walfs::journal
