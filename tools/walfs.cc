@@ -350,8 +350,8 @@ int main(int argc, char** argv) {
       close(report[1]);
       std::string msg;
       char buf[512];
-      ssize_t n;
-      while ((n = read(report[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<size_t>(n));
+      ssize_t got;
+      while ((got = read(report[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<size_t>(got));
       if (msg == "ok") return 0;
       if (msg.empty()) msg = "walfs: the daemon died while mounting\n";
       fmt::print(stderr, "{}", msg);
