@@ -1,7 +1,8 @@
 // fsck.walfs: checks a walfs image (and with -y repairs what is safe).
 //
-//   fsck.walfs IMAGE        replay a dirty log, then check; report problems
-//   fsck.walfs -n IMAGE     check only: do not replay the log or write anything
+//   fsck.walfs IMAGE        replay a dirty log (and close it clean), then check
+//   fsck.walfs -n IMAGE     check only, writing nothing: a dirty log is replayed
+//                           in memory and the image checked as it would leave it
 //   fsck.walfs -y IMAGE     replay, check, and repair counters that disagree
 //
 // What is checked is listed in fs/fsck.h.  Exit status, as e2fsck's:
@@ -25,7 +26,7 @@ int Run(int argc, char** argv) {
   std::string image;
   bool no_change = false, yes = false, verbose = false;
   app.add_option("IMAGE", image, "image file or block device")->required();
-  auto* n = app.add_flag("-n,--no-change", no_change, "check only: no log replay, no writes");
+  auto* n = app.add_flag("-n,--no-change", no_change, "check only, write nothing (a dirty log is replayed in memory)");
   app.add_flag("-y,--yes", yes, "repair what is safe (counters)")->excludes(n);
   app.add_flag("-v,--verbose", verbose, "print what was checked");
   try {
@@ -48,9 +49,10 @@ int Run(int argc, char** argv) {
   for (const fs::FsckProblem& p : report->problems)
     fmt::print("{}: {}{}\n", image, p.message, p.repaired ? " [repaired]" : "");
   if (verbose || !report->problems.empty())
-    fmt::print("{}: {} inodes in use ({} directories), {} blocks in use of {}\n", image,
+    fmt::print("{}: {} inodes in use ({} directories), {} blocks in use of {}{}\n", image,
                report->inodes_in_use, report->directories, report->blocks_in_use,
-               report->sb.total_blocks);
+               report->sb.total_blocks,
+               report->replayed_in_memory ? ", as the log would leave it (replayed in memory only)" : "");
   const std::size_t left = report->unrepaired();
   if (report->problems.empty())
     fmt::print("{}: clean\n", image);
