@@ -72,6 +72,10 @@ class Checker {
   Status Run() {
     WALFS_RETURN_IF_ERROR(ReadSuperblock());
     WALFS_RETURN_IF_ERROR(CheckLog());
+    if (o_.skip_if_clean && r_->sb.clean() && log_was_clean_ && r_->problems.empty()) {
+      r_->skipped = true;
+      return Status::Ok();
+    }
     claimed_.assign(r_->sb.total_blocks, false);
     for (std::uint64_t b = 0; b < r_->sb.data_start(); ++b) claimed_[b] = true;  // sb + log
     r_->blocks_in_use = r_->sb.data_start();
@@ -138,7 +142,7 @@ class Checker {
     r_->log_transactions = needs_recovery ? rr->transactions : 0;
     r_->log_dirty = needs_recovery && rr->transactions > 0;
     if (!needs_recovery) {
-      log_clean_ = true;
+      log_clean_ = log_was_clean_ = true;
       return Status::Ok();
     }
     if (o_.replay) {
@@ -614,6 +618,7 @@ class Checker {
 
   BlockDevice* dev_;  // the device checked: the image, or with -n and a dirty log overlay_
   std::unique_ptr<OverlayDevice> overlay_;
+  bool log_was_clean_ = false;  // nothing to recover when the check began
   bool log_clean_ = false;  // the log is (now) clean: counters may be stored, the image marked clean
   const FsckOptions o_;
   FsckReport* r_;

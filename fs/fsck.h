@@ -46,6 +46,9 @@ namespace walfs::fs {
 struct FsckOptions {
   bool replay = true;   // replay a dirty log first (fsck without -n)
   bool repair = false;  // rewrite counters that disagree (-y); needs `replay`
+  // Stop after the log when the image is marked clean and its log is
+  // clean (fsck -p without -f, as e2fsck preens a clean filesystem).
+  bool skip_if_clean = false;
 };
 
 struct FsckProblem {
@@ -61,6 +64,7 @@ struct FsckReport {
   bool replayed = false;        // replayed onto the image, the log closed clean
   bool replayed_in_memory = false;  // -n: replayed onto an overlay, the image untouched
   bool marked_clean = false;    // the superblock's counters stored and its clean flag set
+  bool skipped = false;         // skip_if_clean: the image was clean, nothing past the log checked
   std::uint64_t inodes_in_use = 0;
   std::uint64_t directories = 0;
   std::uint64_t blocks_in_use = 0;

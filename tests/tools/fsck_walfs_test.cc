@@ -2,6 +2,7 @@
 // crash left behind, and the exit codes fsck(8) expects of it.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -10,7 +11,11 @@
 
 #include <gtest/gtest.h>
 
+#include "base/block_device_file.h"
 #include "fs/filesystem.h"
+#include "fs/format/ag_format.h"
+#include "fs/format/inode_format.h"
+#include "fs/format/superblock_format.h"
 #include "tests/tools/tool_run.h"
 
 namespace walfs {
@@ -66,8 +71,126 @@ class FsckWalfs : public ::testing::Test {
     return d;
   }
 
+  // Changes the image in place: change(superblock, device).
+  template <typename F>
+  void ChangeImage(F change) {
+    auto dev = FileDevice::Open(image_, {});
+    ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+    std::vector<std::byte> b(fs::format::kSuperSize);
+    ASSERT_TRUE((*dev)->Read(0, b.data(), b.size()).ok());
+    auto sb = fs::format::DecodeSuperblock(b, (*dev)->size_bytes());
+    ASSERT_TRUE(sb.ok());
+    change(*sb, dev->get());
+  }
+  // One AG header's free-block count off by 5: a problem preen repairs.
+  void BreakAgCounters() {
+    ChangeImage([](const fs::format::Superblock& sb, BlockDevice* dev) {
+      std::vector<std::byte> b(sb.block_size);
+      ASSERT_TRUE(dev->Read(sb.AgStart(0) * sb.block_size, b.data(), b.size()).ok());
+      auto h = fs::format::DecodeAgHeader(b, sb, 0);
+      ASSERT_TRUE(h.ok());
+      h->free_blocks -= 5;
+      fs::format::EncodeAgHeader(*h, sb, b);
+      ASSERT_TRUE(dev->Write(sb.AgStart(0) * sb.block_size, b.data(), b.size()).ok());
+    });
+  }
+  // The root inode's bytes damaged (its CRC fails): a problem only a
+  // person can decide about.
+  void BreakRootInode() {
+    ChangeImage([](const fs::format::Superblock& sb, BlockDevice* dev) {
+      const std::uint64_t off = sb.root_ino / sb.inodes_per_block() * sb.block_size +
+                                sb.root_ino % sb.inodes_per_block() * fs::format::kInodeSize;
+      std::vector<std::byte> junk(16, std::byte{0xa5});
+      ASSERT_TRUE(dev->Write(off + 40, junk.data(), junk.size()).ok());
+    });
+  }
+
   std::string image_;
 };
+
+// The exit codes fsck(8) gives meaning to, one case each: 0 clean, 1 all
+// repaired, 4 problems left, 8 the check could not run, 16 a usage error.
+TEST_F(FsckWalfs, ExitCodesAreFsck8s) {
+  EXPECT_EQ(Sh(Fsck("-n " + image_)).exit_code, 0);
+  EXPECT_EQ(Sh(Fsck(image_)).exit_code, 0);
+  EXPECT_EQ(Sh(Fsck("-y " + image_)).exit_code, 0);
+  // A usage error: 16 (not 8), one line saying where to look.
+  for (const std::string& args : {"-q " + image_, std::string(""), "-n -y " + image_, "-n -p " + image_,
+                                 "-y -a " + image_, image_ + " extra"}) {
+    ToolRun r = Sh("{ " + Fsck(args) + " 2>&1 >/dev/null; }");  // stderr only
+    EXPECT_EQ(r.exit_code, 16) << args << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << ": " << r.out;
+    EXPECT_NE(r.out.find("see fsck.walfs --help"), std::string::npos) << args << ": " << r.out;
+  }
+  // The check cannot run: 8.
+  EXPECT_EQ(Sh(Fsck(image_ + ".missing")).exit_code, 8);
+  ASSERT_EQ(Sh("truncate -s 8m " + image_ + ".zeros").exit_code, 0);
+  ToolRun zeros = Sh(Fsck(image_ + ".zeros"));
+  std::filesystem::remove(image_ + ".zeros");
+  EXPECT_EQ(zeros.exit_code, 8) << zeros.out;
+  {
+    auto held = FileDevice::Open(image_, {.exclusive = true});  // as a running daemon holds it
+    ASSERT_TRUE(held.ok());
+    EXPECT_EQ(Sh(Fsck("-n " + image_)).exit_code, 8);
+  }
+  // Problems found: 4 when left, 1 when all repaired (-y, -p, -a alike).
+  BreakAgCounters();
+  EXPECT_EQ(Sh(Fsck("-n " + image_)).exit_code, 4);
+  EXPECT_EQ(Sh(Fsck(image_)).exit_code, 4);
+  ToolRun y = Sh(Fsck("-y " + image_));
+  EXPECT_EQ(y.exit_code, 1) << y.out;
+  EXPECT_NE(y.out.find("[repaired]"), std::string::npos) << y.out;
+  EXPECT_EQ(Sh(Fsck("-n " + image_)).exit_code, 0);
+  BreakAgCounters();
+  EXPECT_EQ(Sh(Fsck("-f -p " + image_)).exit_code, 1);
+  BreakAgCounters();
+  EXPECT_EQ(Sh(Fsck("-f -a " + image_)).exit_code, 1);
+  EXPECT_EQ(Sh(Fsck("-n " + image_)).exit_code, 0);
+}
+
+// Preen (-p, -a) repairs what is safe and stops at what a person must
+// decide (exit 4, saying so); an image marked clean is not checked unless -f,
+// as e2fsck -p does at boot.
+TEST_F(FsckWalfs, PreenRepairsWhatIsSafeAndLeavesTheRestToAPerson) {
+  ToolRun clean = Sh(Fsck("-p " + image_));
+  EXPECT_EQ(clean.exit_code, 0) << clean.out;
+  EXPECT_NE(clean.out.find("clean, 1/64 inodes"), std::string::npos) << clean.out;
+  EXPECT_NE(clean.out.find("not checked"), std::string::npos) << clean.out;
+  BreakRootInode();
+  ToolRun skipped = Sh(Fsck("-a " + image_));
+  EXPECT_EQ(skipped.exit_code, 0) << "a clean image is not checked by preen: " << skipped.out;
+  ToolRun forced = Sh(Fsck("-f -p " + image_));
+  EXPECT_EQ(forced.exit_code, 4) << forced.out;
+  EXPECT_NE(forced.out.find("a person must decide"), std::string::npos) << forced.out;
+}
+
+// After a crash the image is not marked clean: preen checks it, recovering
+// the log first.
+TEST_F(FsckWalfs, PreenAfterACrashRecoversTheLogAndChecks) {
+  MountWriteAndCrash();
+  ToolRun r = Sh(Fsck("-p " + image_));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("replayed the log"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(": clean"), std::string::npos) << r.out;
+  EXPECT_NE(MountSays().find("clean log"), std::string::npos);
+}
+
+// fsck(8) finds fsck.walfs on PATH and passes -a and the image through;
+// its exit code is fsck.walfs's.
+TEST_F(FsckWalfs, Fsck8RunsItForTypeWalfs) {
+  if (Sh("command -v fsck").exit_code != 0) GTEST_SKIP() << "fsck(8) is not installed";
+  const std::string bin = std::filesystem::path(WALFS_FSCK).parent_path();
+  const std::string abs = std::filesystem::absolute(image_);
+  const std::string fsck8 = "PATH=" + bin + ":$PATH fsck -t walfs ";
+  ToolRun clean = Sh(fsck8 + "-a " + abs);
+  EXPECT_EQ(clean.exit_code, 0) << clean.out;
+  EXPECT_NE(clean.out.find(abs + ": clean"), std::string::npos) << clean.out;
+  BreakAgCounters();
+  ToolRun fixed = Sh(fsck8 + "-f -a " + abs);
+  EXPECT_EQ(fixed.exit_code, 1) << fixed.out;
+  EXPECT_NE(fixed.out.find("[repaired]"), std::string::npos) << fixed.out;
+  EXPECT_EQ(Sh(fsck8 + "-n " + abs).exit_code, 0);
+}
 
 TEST_F(FsckWalfs, CheckOnlySaysTheLogNeedsReplayAndChecksTheImageAsItWouldLeaveIt) {
   MountWriteAndCrash();
