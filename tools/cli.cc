@@ -1,6 +1,8 @@
 #include "tools/cli.h"
 
 #include <cstdio>
+#include <exception>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -17,6 +19,40 @@ std::string VersionText(std::string_view program) {
 
 void AddVersion(CLI::App& app, std::string_view program) {
   app.set_version_flag("--version", VersionText(program), "print the walfs and on-disk format versions");
+}
+
+CLI::Validator AtLeast(long long min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        long long v = 0;
+        std::size_t used = 0;
+        try {
+          v = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || v < min)
+          return fmt::format("must be a whole number of at least {}, not '{}'", min, text);
+        return "";
+      },
+      fmt::format("INT>={}", min));
+}
+
+CLI::Validator Positive() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        std::size_t used = 0;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || !(v > 0))
+          return fmt::format("must be a number above 0, not '{}'", text);
+        return "";
+      },
+      "NUMBER>0");
 }
 
 int UsageError(std::string_view program, std::string_view what, int usage_exit) {

@@ -34,6 +34,13 @@ void AddVersion(CLI::App& app, std::string_view program);
 // usage error, printed as "PROGRAM: WHAT; see PROGRAM --help" on stderr.
 std::optional<int> Parse(CLI::App& app, int argc, char** argv, int usage_exit = kUsageExit);
 
+// An option check: a whole number of at least `min` ("must be a whole
+// number of at least 1, not 0"), unlike CLI::PositiveNumber, whose message
+// prints the largest double.
+CLI::Validator AtLeast(long long min);
+// A number above 0 (a duration, a ratio).
+CLI::Validator Positive();
+
 // Prints "PROGRAM: WHAT; see PROGRAM --help" on stderr and returns usage_exit.
 int UsageError(std::string_view program, std::string_view what, int usage_exit = kUsageExit);
 
