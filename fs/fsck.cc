@@ -20,6 +20,7 @@
 #include "fs/format/btree_format.h"
 #include "fs/dir.h"
 #include "fs/format/inode_format.h"
+#include "fs/fsck_log.h"
 #include "fs/mkfs.h"
 #include "journal/log.h"
 #include "journal/log_recover.h"
@@ -71,8 +72,15 @@ class Checker {
 
   Status Run() {
     WALFS_RETURN_IF_ERROR(ReadSuperblock());
+    if (o_.zero_log) {
+      // Said before the log is touched, so a failed rewrite still says it.
+      WALFS_ASSIGN_OR_RETURN(std::string lost, DescribeLogLoss(dev_, r_->sb));
+      Status zeroed = ZeroLog(dev_, r_->sb);
+      r_->problems.push_back({fmt::format("log zeroed (-L): {}", lost), zeroed.ok()});
+      if (!zeroed.ok()) return Status::IoError(fmt::format("zeroing the log: {}", zeroed.message()));
+    }
     WALFS_RETURN_IF_ERROR(CheckLog());
-    if (o_.skip_if_clean && r_->sb.clean() && log_was_clean_ && r_->problems.empty()) {
+    if (o_.skip_if_clean && !o_.zero_log && r_->sb.clean() && log_was_clean_ && r_->problems.empty()) {
       r_->skipped = true;
       return Status::Ok();
     }
@@ -631,8 +639,8 @@ class Checker {
 }  // namespace
 
 Result<FsckReport> CheckImage(BlockDevice* device, const FsckOptions& options) {
-  if (options.repair && !options.replay)
-    return Status::InvalidArgument("repairs need the log replayed first (-n and -y together)");
+  if ((options.repair || options.zero_log) && !options.replay)
+    return Status::InvalidArgument("repairs need the log replayed first (-n with -y or -L)");
   FsckReport r;
   Checker c(device, options, &r);
   Status s = c.Run();

@@ -8,6 +8,8 @@
 //   fsck.walfs -p IMAGE     preen (-a too): repair what is safe without asking;
 //                           an image marked clean is not checked unless -f
 //   fsck.walfs -y IMAGE     repair everything fsck.walfs can repair
+//   fsck.walfs -L IMAGE     zero a log recovery cannot replay (saying what is
+//                           lost), then check and repair
 //
 // What is checked and what is repaired is in fs/fsck.h.  Every repair
 // fsck.walfs makes today is one preen may make (counters rewritten from
@@ -45,9 +47,13 @@ int Run(int argc, char** argv) {
   auto* a = app.add_flag("-a", preen_a, "preen: the same as -p");
   auto* p = app.add_flag("-p,--preen", preen_p,
                          "preen: repair what is safe without asking; skip an image marked clean");
+  bool zero_log = false;
+  auto* l = app.add_flag("-L,--zero-log", zero_log,
+                         "zero a log that cannot be replayed (what it holds is lost, and said), "
+                         "then check and repair");
   app.add_flag("-f,--force", force, "check even an image marked clean (with -p or -a)");
   app.add_flag("-v,--verbose", verbose, "print what was checked");
-  n->excludes(y)->excludes(a)->excludes(p);
+  n->excludes(y)->excludes(a)->excludes(p)->excludes(l);
   y->excludes(a)->excludes(p);
   if (auto code = cli::Parse(app, argc, argv, cli::kFsckUsageExit)) return *code;
   const bool preen = preen_a || preen_p;
@@ -60,8 +66,9 @@ int Run(int argc, char** argv) {
   }
   fs::FsckOptions o;
   o.replay = !no_change;
-  o.repair = yes || preen;
+  o.repair = yes || preen || zero_log;
   o.skip_if_clean = preen && !force;
+  o.zero_log = zero_log;
   auto report = fs::CheckImage(dev->get(), o);
   if (!report.ok()) {
     fmt::print(stderr, "fsck.walfs: {}: {}\n", image, report.status().message());

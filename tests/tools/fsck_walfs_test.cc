@@ -16,6 +16,9 @@
 #include "fs/format/ag_format.h"
 #include "fs/format/inode_format.h"
 #include "fs/format/superblock_format.h"
+#include "journal/log.h"
+#include "journal/log_head.h"
+#include "journal/log_reader.h"
 #include "tests/tools/tool_run.h"
 
 namespace walfs {
@@ -220,6 +223,86 @@ TEST_F(FsckWalfs, AReplayLeavesTheLogCleanSoCheckOnlyAndTheNextMountFindNothingT
   EXPECT_NE(n.out.find("3 inodes in use"), std::string::npos) << n.out;
   const std::string says = MountSays();
   EXPECT_NE(says.find("clean log"), std::string::npos) << says;
+}
+
+// A damaged record in the middle of the log makes recovery refuse the
+// image; -L says what is lost, zeroes the log and checks.  The zeroed log
+// starts past the old cycles, so a later crash still recovers: changes to
+// blocks the old log stamped are replayed, not skipped as "already on disk".
+TEST_F(FsckWalfs, ZeroingADamagedLogSaysWhatIsLostAndLaterCrashesStillRecover) {
+  {
+    // First a clean mount that moves the log well past its start and writes
+    // everything back: the root directory's and AG 0's blocks carry LSNs of
+    // that log, far past sector 0 of its cycle.
+    fs::MountOptions o;
+    o.image = image_;
+    auto fs = fs::Filesystem::Mount(o);
+    ASSERT_TRUE(fs.ok()) << fs.status().ToString();
+    for (int i = 0; i < 100; ++i) {
+      auto f = (*fs)->Mknod({}, (*fs)->root(), "early" + std::to_string(i), S_IFREG | 0644, 0);
+      ASSERT_TRUE(f.ok());
+      ASSERT_TRUE((*fs)->Fsync(f->st_ino, false).ok());
+    }
+    ASSERT_TRUE((*fs)->Unmount().ok());
+  }
+  {
+    fs::MountOptions o;
+    o.image = image_;
+    auto fs = fs::Filesystem::Mount(o);
+    ASSERT_TRUE(fs.ok()) << fs.status().ToString();
+    for (int i = 0; i < 5; ++i) {
+      auto f = (*fs)->Mknod({}, (*fs)->root(), "f" + std::to_string(i), S_IFREG | 0644, 0);
+      ASSERT_TRUE(f.ok());
+      ASSERT_TRUE((*fs)->Fsync(f->st_ino, false).ok());
+    }
+    fs->reset();  // a crash
+  }
+  ChangeImage([](const fs::format::Superblock& sb, BlockDevice* dev) {
+    const journal::LogRegion region{dev, sb.log_offset(), sb.log_sectors()};
+    auto pos = journal::FindLogPosition(region, journal::RecoveryWindowSectors(region.sectors));
+    ASSERT_TRUE(pos.ok());
+    ASSERT_NE(journal::SectorOf(pos->tail), journal::SectorOf(pos->last_record)) << "one record only";
+    // One flipped byte in the oldest record's payload: its CRC fails.
+    auto rec = journal::ReadRecordAt(region, journal::SectorOf(pos->tail), journal::CycleOf(pos->tail));
+    ASSERT_TRUE(rec.ok());
+    ASSERT_GT(rec->record.payload.size(), 8u);
+    const std::uint64_t at = sb.log_offset() + std::uint64_t{journal::SectorOf(pos->tail)} * journal::kLogSectorSize +
+                             (rec->sectors > 1 ? journal::kLogSectorSize + 8 : journal::kRecordHeaderFixedSize + 4);
+    std::byte b;
+    ASSERT_TRUE(dev->Read(at, &b, 1).ok());
+    b ^= std::byte{0x40};
+    ASSERT_TRUE(dev->Write(at, &b, 1).ok());
+  });
+  ToolRun n = Sh(Fsck("-n " + image_));
+  EXPECT_EQ(n.exit_code, 4) << n.out;
+  EXPECT_NE(n.out.find(": log: "), std::string::npos) << n.out;
+  EXPECT_EQ(MountSays().find("mounted"), std::string::npos) << "the damaged log was not refused";
+  ToolRun zero = Sh(Fsck("-L " + image_));
+  EXPECT_TRUE(zero.exit_code == 1 || zero.exit_code == 4) << zero.out;
+  EXPECT_NE(zero.out.find("log zeroed (-L): "), std::string::npos) << zero.out;
+  EXPECT_NE(zero.out.find("committed transactions in"), std::string::npos) << zero.out;
+  EXPECT_NE(zero.out.find("are lost [repaired]"), std::string::npos) << zero.out;
+  ToolRun after = Sh(Fsck("-n " + image_));
+  EXPECT_EQ(after.out.find(": log: "), std::string::npos) << after.out;
+  // Mounted again: a change, a crash, and recovery must bring it back.
+  {
+    fs::MountOptions o;
+    o.image = image_;
+    auto fs = fs::Filesystem::Mount(o);
+    ASSERT_TRUE(fs.ok()) << fs.status().ToString();
+    auto f = (*fs)->Mknod({}, (*fs)->root(), "after", S_IFREG | 0644, 0);
+    ASSERT_TRUE(f.ok());
+    ASSERT_TRUE((*fs)->Fsync(f->st_ino, false).ok());
+    fs->reset();
+  }
+  fs::MountOptions o;
+  o.image = image_;
+  o.read_only = true;
+  auto fs = fs::Filesystem::Mount(o);
+  ASSERT_TRUE(fs.ok()) << fs.status().ToString();
+  EXPECT_NE((*fs)->Describe().find("log recovered"), std::string::npos) << (*fs)->Describe();
+  EXPECT_TRUE((*fs)->Lookup((*fs)->root(), "after").ok()) << "the change after -L was not recovered";
+  ASSERT_TRUE((*fs)->Unmount().ok());
 }
 
 }  // namespace
