@@ -72,12 +72,16 @@ class Checker {
 
   Status Run() {
     WALFS_RETURN_IF_ERROR(ReadSuperblock());
-    if (o_.zero_log) {
+    // -L zeroes only a log that recovery cannot replay: one it can is
+    // recovered below, losing nothing.
+    if (o_.zero_log && !journal::RecoverLog(DryRunOptions()).ok()) {
       // Said before the log is touched, so a failed rewrite still says it.
       WALFS_ASSIGN_OR_RETURN(std::string lost, DescribeLogLoss(dev_, r_->sb));
-      Status zeroed = ZeroLog(dev_, r_->sb);
-      r_->problems.push_back({fmt::format("log zeroed (-L): {}", lost), zeroed.ok()});
-      if (!zeroed.ok()) return Status::IoError(fmt::format("zeroing the log: {}", zeroed.message()));
+      if (!lost.empty()) {  // a clean log is left alone
+        Status zeroed = ZeroLog(dev_, r_->sb);
+        r_->problems.push_back({fmt::format("log zeroed (-L): {}", lost), zeroed.ok()});
+        if (!zeroed.ok()) return Status::IoError(fmt::format("zeroing the log: {}", zeroed.message()));
+      }
     }
     WALFS_RETURN_IF_ERROR(CheckLog());
     if (o_.skip_if_clean && !o_.zero_log && r_->sb.clean() && log_was_clean_ && r_->problems.empty()) {
@@ -131,7 +135,7 @@ class Checker {
   // replayed onto an in-memory overlay of the device (xfs_repair -n's
   // in-memory replay) and the rest of the check reads that: the image as
   // the log would leave it, with nothing written.
-  Status CheckLog() {
+  journal::RecoverOptions DryRunOptions() const {
     journal::RecoverOptions ro;
     ro.log = journal::LogRegion{dev_, r_->sb.log_offset(), r_->sb.log_sectors()};
     ro.metadata = dev_;
@@ -139,6 +143,11 @@ class Checker {
     ro.dry_run = true;
     ro.seal = SealMetadataBlock;
     ro.stamp_valid = BlockStampValid;
+    return ro;
+  }
+
+  Status CheckLog() {
+    journal::RecoverOptions ro = DryRunOptions();
     auto rr = journal::RecoverLog(ro);
     if (!rr.ok()) {
       Problem(fmt::format("log: {}", rr.status().message()));

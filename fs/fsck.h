@@ -49,9 +49,10 @@ struct FsckOptions {
   // Stop after the log when the image is marked clean and its log is
   // clean (fsck -p without -f, as e2fsck preens a clean filesystem).
   bool skip_if_clean = false;
-  // fsck -L: rewrite the log as a clean, empty one first (fs/fsck_log.h),
-  // losing what it holds, then check (and with `repair`, repair).  For a
-  // log recovery cannot replay.  Needs `replay`.
+  // fsck -L: a log recovery cannot replay is rewritten as a clean, empty
+  // one first (fs/fsck_log.h), losing what it holds; one it can replay is
+  // recovered as usual.  Then the check (and with `repair`, repairs).
+  // Needs `replay`.
   bool zero_log = false;
 };
 

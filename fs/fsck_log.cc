@@ -32,7 +32,7 @@ Result<std::string> DescribeLogLoss(BlockDevice* device, const format::Superbloc
   if (!pos.ok())
     return fmt::format("the log cannot be searched ({}): every change it holds is lost",
                        pos.status().message());
-  if (pos->empty || pos->clean) return std::string("the log is clean: nothing is lost");
+  if (pos->empty || pos->clean) return std::string();
   journal::TransactionAssembler tx;
   journal::LogReader reader(region, pos->tail, pos->head);
   journal::LogRecordAt rec;

@@ -23,7 +23,8 @@
 
 namespace walfs::fs {
 
-// One line: what replaying the log could still have brought, and is lost.
+// One line: what replaying the log could still have brought, and is lost;
+// empty for a clean (or empty) log, which there is no reason to zero.
 Result<std::string> DescribeLogLoss(BlockDevice* device, const format::Superblock& sb);
 
 // Rewrites the log as a clean, empty log in a later cycle; durable on return.

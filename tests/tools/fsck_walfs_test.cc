@@ -111,6 +111,32 @@ class FsckWalfs : public ::testing::Test {
   std::string image_;
 };
 
+// -L on an image whose log is clean has nothing to lose and leaves it.
+TEST_F(FsckWalfs, ZeroingACleanLogDoesNothing) {
+  const std::string before = Slurp(image_);
+  ToolRun r = Sh(Fsck("-L " + image_));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("zeroed"), std::string::npos) << r.out;
+  EXPECT_TRUE(Slurp(image_) == before) << "-L rewrote a clean log";
+  EXPECT_EQ(Sh(Fsck("-n -L " + image_)).exit_code, 16);
+}
+
+// -L on a log recovery can replay recovers it: nothing is thrown away.
+TEST_F(FsckWalfs, ZeroingALogThatCanBeReplayedReplaysItInstead) {
+  MountWriteAndCrash();
+  ToolRun r = Sh(Fsck("-L " + image_));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("replayed the log"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("zeroed"), std::string::npos) << r.out;
+  fs::MountOptions o;
+  o.image = image_;
+  o.read_only = true;
+  auto fs = fs::Filesystem::Mount(o);
+  ASSERT_TRUE(fs.ok()) << fs.status().ToString();
+  EXPECT_TRUE((*fs)->Lookup((*fs)->root(), "d").ok());
+  ASSERT_TRUE((*fs)->Unmount().ok());
+}
+
 // The exit codes fsck(8) gives meaning to, one case each: 0 clean, 1 all
 // repaired, 4 problems left, 8 the check could not run, 16 a usage error.
 TEST_F(FsckWalfs, ExitCodesAreFsck8s) {
