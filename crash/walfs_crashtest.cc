@@ -14,6 +14,7 @@
 #include "bench/common/report.h"
 #include "crash/runner.h"
 #include "crash/short_workload.h"
+#include "tools/cli.h"
 
 namespace {
 
@@ -44,7 +45,9 @@ std::string Rerun(const RunOptions& o, int default_ops) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"walfs-crashtest: crash-consistency checks of walfs over a write-recording device"};
+  CLI::App app{"walfs-crashtest: crash-consistency checks of walfs over a write-recording device",
+               "walfs-crashtest"};
+  walfs::cli::AddVersion(app, "walfs-crashtest");
   std::uint64_t seed = 0;
   int seeds = 0, random_seeds = 0, short_seeds = 0;
   std::string workload = "all";
@@ -52,17 +55,17 @@ int main(int argc, char** argv) {
   bool quick = false, verbose = false;
   std::string json;
   app.add_option("--seed", seed, "Run this seed (with --seeds: the first of the range)");
-  app.add_option("--seeds", seeds, "Run this many seeds, from --seed or 1")->check(CLI::PositiveNumber);
+  app.add_option("--seeds", seeds, "Run this many seeds, from --seed or 1")->check(walfs::cli::AtLeast(1));
   app.add_option("--random-seeds", random_seeds, "Seeds of the random workload (overrides --seeds, --quick)")
-      ->check(CLI::PositiveNumber);
+      ->check(walfs::cli::AtLeast(1));
   app.add_option("--short-seeds", short_seeds, "Seeds of the short workload (overrides --seeds, --quick)")
-      ->check(CLI::PositiveNumber);
+      ->check(walfs::cli::AtLeast(1));
   app.add_option("--workload", workload, "random, short or all")
       ->check(CLI::IsMember({"random", "short", "all"}));
   app.add_option("--ops", ops, fmt::format("Operations per random run (default {})", kDefaultOps))
-      ->check(CLI::PositiveNumber);
+      ->check(walfs::cli::AtLeast(1));
   app.add_option("--samples", samples, "Reordered crash states per random run (short runs: a quarter)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(walfs::cli::AtLeast(0));
   app.add_flag("--quick", quick,
                fmt::format("Bounded run (under a minute): random seeds 1..{}, short seeds 1..{} (seq-1); "
                            "without it 3 seeds of each",
@@ -73,11 +76,7 @@ int main(int argc, char** argv) {
       "Short-workload seeds 1..{} are every single op (seq-1), the next {} every pair (seq-2), "
       "higher ones random sequences of 3-4 ops.",
       walfs::crash::kSeq1, walfs::crash::kSeq2));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto code = walfs::cli::Parse(app, argc, argv)) return *code;
 
   if (ops == 0) ops = kDefaultOps;
   std::vector<RunOptions> runs;

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "base/block_device_overlay.h"
 #include "base/coding.h"
 #include "fs/format/ag_format.h"
 #include "fs/format/block_header.h"
@@ -21,6 +22,8 @@
 #include "fs/format/btree_format.h"
 #include "fs/dir.h"
 #include "fs/format/inode_format.h"
+#include "fs/fsck_log.h"
+#include "fs/mkfs.h"
 #include "fs/posix_acl.h"
 #include "journal/log.h"
 #include "journal/log_recover.h"
@@ -72,11 +75,22 @@ class Checker {
 
   Status Run() {
     WALFS_RETURN_IF_ERROR(ReadSuperblock());
-    CheckLog();
-    // A log not replayed means the metadata on disk is behind it: checking
-    // it would report the log's contents as damage (xfs_repair -n stops
-    // here too).
-    if (r_->log_dirty && !o_.replay) return Status::Ok();
+    // -L zeroes only a log that recovery cannot replay: one it can is
+    // recovered below, losing nothing.
+    if (o_.zero_log && !journal::RecoverLog(DryRunOptions()).ok()) {
+      // Said before the log is touched, so a failed rewrite still says it.
+      WALFS_ASSIGN_OR_RETURN(std::string lost, DescribeLogLoss(dev_, r_->sb));
+      if (!lost.empty()) {  // a clean log is left alone
+        Status zeroed = ZeroLog(dev_, r_->sb);
+        r_->problems.push_back({fmt::format("log zeroed (-L): {}", lost), zeroed.ok()});
+        if (!zeroed.ok()) return Status::IoError(fmt::format("zeroing the log: {}", zeroed.message()));
+      }
+    }
+    WALFS_RETURN_IF_ERROR(CheckLog());
+    if (o_.skip_if_clean && !o_.zero_log && r_->sb.clean() && log_was_clean_ && r_->problems.empty()) {
+      r_->skipped = true;
+      return Status::Ok();
+    }
     claimed_.assign(r_->sb.total_blocks, false);
     for (std::uint64_t b = 0; b < r_->sb.data_start(); ++b) claimed_[b] = true;  // sb + log
     r_->blocks_in_use = r_->sb.data_start();
@@ -116,24 +130,68 @@ class Checker {
     return Status::Ok();
   }
 
-  void CheckLog() {
+  // Brings the metadata up to date with the log before it is checked: the
+  // metadata on disk is behind a dirty log, and checking it as it is would
+  // report the log's contents as damage.  Without -n the log is recovered
+  // and closed as a mount recovers and cleanly unmounts it (unmount record
+  // written), so the next mount and fsck find it clean.  With -n the log is
+  // replayed onto an in-memory overlay of the device (xfs_repair -n's
+  // in-memory replay) and the rest of the check reads that: the image as
+  // the log would leave it, with nothing written.
+  journal::RecoverOptions DryRunOptions() const {
     journal::RecoverOptions ro;
     ro.log = journal::LogRegion{dev_, r_->sb.log_offset(), r_->sb.log_sectors()};
     ro.metadata = dev_;
     ro.max_inflight_sectors = journal::RecoveryWindowSectors(r_->sb.log_sectors());
-    ro.dry_run = !o_.replay;
+    ro.dry_run = true;
     ro.seal = SealMetadataBlock;
     ro.stamp_valid = BlockStampValid;
+    return ro;
+  }
+
+  Status CheckLog() {
+    journal::RecoverOptions ro = DryRunOptions();
     auto rr = journal::RecoverLog(ro);
     if (!rr.ok()) {
       Problem(fmt::format("log: {}", rr.status().message()));
-      return;
+      return Status::Ok();
     }
-    r_->log_dirty = !rr->position.empty && !rr->position.clean && rr->transactions > 0;
-    if (r_->log_dirty && !o_.replay)
-      Problem(fmt::format("log: {} committed transactions are not replayed yet (run without -n)",
-                          rr->transactions));
-    r_->replayed = r_->log_dirty && o_.replay;
+    // A log a mount would recover: no unmount record at its head.  It may
+    // hold no committed transaction (a crash right after the mount).
+    const bool needs_recovery = !rr->position.empty && !rr->position.clean;
+    r_->log_transactions = needs_recovery ? rr->transactions : 0;
+    r_->log_dirty = needs_recovery && rr->transactions > 0;
+    if (!needs_recovery) {
+      log_clean_ = log_was_clean_ = true;
+      return Status::Ok();
+    }
+    if (o_.replay) {
+      auto log = journal::Log::Open(LogOptionsFor(dev_, r_->sb));
+      if (!log.ok()) {
+        Problem(fmt::format("log: {}", log.status().message()));
+        return Status::Ok();
+      }
+      if (Status s = (*log)->Close(); !s.ok()) {
+        Problem(fmt::format("log: recovered, but the unmount record could not be written: {}", s.message()));
+        return Status::Ok();
+      }
+      r_->replayed = r_->log_dirty;
+      log_clean_ = true;
+      return Status::Ok();
+    }
+    if (!r_->log_dirty) return Status::Ok();
+    Problem(fmt::format("the log holds {} committed transactions not yet replayed; run fsck.walfs "
+                        "without -n or mount it",
+                        rr->transactions));
+    WALFS_ASSIGN_OR_RETURN(overlay_, OverlayDevice::Create(dev_));
+    ro.log.device = overlay_.get();
+    ro.metadata = overlay_.get();
+    ro.dry_run = false;
+    rr = journal::RecoverLog(ro);
+    if (!rr.ok()) return Status::IoError(fmt::format("replaying the log in memory: {}", rr.status().message()));
+    dev_ = overlay_.get();
+    r_->replayed_in_memory = true;
+    return Status::Ok();
   }
 
   void Claim(std::uint64_t blkno, std::uint32_t count, const std::string& who) {
@@ -586,6 +644,7 @@ class Checker {
       fixed.free_blocks = free_total;
       fixed.icount = icount;
       fixed.ifree = ifree;
+      fixed.flags |= kSuperClean;
       b.assign(sb.block_size, std::byte{0});
       EncodeSuperblock(fixed, b);
       return dev_->Write(0, b.data(), b.size());
@@ -600,14 +659,21 @@ class Checker {
         p.repaired = true;
       }
       r_->problems.push_back(std::move(p));
-    } else if (all_ok && differ && r_->replayed) {
+    } else if (all_ok && log_clean_ && o_.replay && (differ || !sb.clean())) {
+      // After a crash (now recovered, or with nothing to recover): store
+      // the counted counters and mark the image clean, as a clean unmount
+      // does.
       WALFS_RETURN_IF_ERROR(rewrite());
+      r_->marked_clean = true;
     }
-    if (o_.repair || r_->replayed) WALFS_RETURN_IF_ERROR(dev_->Flush());
+    if (o_.repair || r_->marked_clean) WALFS_RETURN_IF_ERROR(dev_->Flush());
     return Status::Ok();
   }
 
-  BlockDevice* dev_;
+  BlockDevice* dev_;  // the device checked: the image, or with -n and a dirty log overlay_
+  std::unique_ptr<OverlayDevice> overlay_;
+  bool log_was_clean_ = false;  // nothing to recover when the check began
+  bool log_clean_ = false;  // the log is (now) clean: counters may be stored, the image marked clean
   const FsckOptions o_;
   FsckReport* r_;
   std::vector<bool> claimed_;
@@ -619,6 +685,8 @@ class Checker {
 }  // namespace
 
 Result<FsckReport> CheckImage(BlockDevice* device, const FsckOptions& options) {
+  if ((options.repair || options.zero_log) && !options.replay)
+    return Status::InvalidArgument("repairs need the log replayed first (-n with -y or -L)");
   FsckReport r;
   Checker c(device, options, &r);
   Status s = c.Run();

@@ -5,8 +5,12 @@
 //   for (const FsckProblem& p : r.problems) fmt::print("{}\n", p.message);
 //
 // What is checked, in order (docs/disk_format.md):
-//   1. the superblock decodes and fits the device; a dirty log is replayed
-//      first (unless `replay` is off, when it is reported instead);
+//   1. the superblock decodes and fits the device; a log a mount would
+//      recover is recovered first and closed with an unmount record, as a
+//      mount and its clean unmount leave it.  Without `replay` (fsck -n) a
+//      dirty log is reported, replayed onto an in-memory overlay of the
+//      device, and the image is checked as the log would leave it, with
+//      nothing written;
 //   2. each AG: header, bitmap and inode map blocks verify;
 //   3. each inode chunk: every inode decodes; the map's free mask agrees
 //      with which inodes are in use; every B+tree an inode roots is walked
@@ -25,7 +29,9 @@
 //      clean image) the superblock's lazy counters.
 // With `repair`, counters that disagree are rewritten from what was
 // counted (the only repair that is always safe); everything else is left
-// and reported.
+// and reported.  After a crash (the superblock not clean) a check with
+// `replay` stores the counted counters in the superblock and marks it
+// clean, as a clean unmount does.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +46,15 @@ namespace walfs::fs {
 
 struct FsckOptions {
   bool replay = true;   // replay a dirty log first (fsck without -n)
-  bool repair = false;  // rewrite counters that disagree (-y)
+  bool repair = false;  // rewrite counters that disagree (-y); needs `replay`
+  // Stop after the log when the image is marked clean and its log is
+  // clean (fsck -p without -f, as e2fsck preens a clean filesystem).
+  bool skip_if_clean = false;
+  // fsck -L: a log recovery cannot replay is rewritten as a clean, empty
+  // one first (fs/fsck_log.h), losing what it holds; one it can replay is
+  // recovered as usual.  Then the check (and with `repair`, repairs).
+  // Needs `replay`.
+  bool zero_log = false;
 };
 
 struct FsckProblem {
@@ -51,8 +65,12 @@ struct FsckProblem {
 struct FsckReport {
   bool opened = false;          // the superblock decoded
   format::Superblock sb;
-  bool log_dirty = false;       // the log needed (or, with replay, got) recovery
-  bool replayed = false;
+  bool log_dirty = false;       // the log held committed transactions to replay
+  std::uint64_t log_transactions = 0;  // how many (0 for a clean log)
+  bool replayed = false;        // replayed onto the image, the log closed clean
+  bool replayed_in_memory = false;  // -n: replayed onto an overlay, the image untouched
+  bool marked_clean = false;    // the superblock's counters stored and its clean flag set
+  bool skipped = false;         // skip_if_clean: the image was clean, nothing past the log checked
   std::uint64_t inodes_in_use = 0;
   std::uint64_t directories = 0;
   std::uint64_t blocks_in_use = 0;

@@ -145,6 +145,13 @@ Result<Superblock> PlanFilesystem(std::uint64_t device_bytes, const MkfsOptions&
         "the device ({} bytes) is too small: after the {}-byte log, {} allocation groups of {} "
         "blocks cannot hold their metadata and an inode chunk (need {} blocks each)",
         device_bytes, log_bytes, sb.ag_count, std::min(last_len, sb.ag_blocks), need));
+  // An AG count the caller asked for is made exactly or refused, never
+  // silently lowered.
+  if (o.ag_count != 0 && sb.ag_count != o.ag_count)
+    return Status::InvalidArgument(fmt::format(
+        "{} allocation groups of {} blocks would leave the last {} empty ({} data blocks); ask for "
+        "at most {}",
+        o.ag_count, sb.ag_blocks, o.ag_count - sb.ag_count, data_blocks, sb.ag_count));
 
   // The root directory: the first inode of the first chunk of AG 0.
   const std::uint32_t root_chunk = AlignChunk(sb, format::AgFirstFree(sb));

@@ -1,13 +1,24 @@
-// fsck.walfs: checks a walfs image (and with -y repairs what is safe).
+// fsck.walfs: checks a walfs image and repairs what is safe, with the
+// options and exit codes fsck(8) expects of a checker it runs
+// (`fsck -t walfs -a IMAGE`, an fstab pass number):
 //
-//   fsck.walfs IMAGE        replay a dirty log, then check; report problems
-//   fsck.walfs -n IMAGE     check only: do not replay the log or write anything
-//   fsck.walfs -y IMAGE     replay, check, and repair counters that disagree
+//   fsck.walfs IMAGE        recover a dirty log (left clean), check, report
+//   fsck.walfs -n IMAGE     check only, writing nothing: a dirty log is replayed
+//                           in memory and the image checked as it would leave it
+//   fsck.walfs -p IMAGE     preen (-a too): repair what is safe without asking;
+//                           an image marked clean is not checked unless -f
+//   fsck.walfs -y IMAGE     repair everything fsck.walfs can repair
+//   fsck.walfs -L IMAGE     zero a log recovery cannot replay (saying what is
+//                           lost), then check and repair
 //
-// What is checked is listed in fs/fsck.h.  Exit status, as e2fsck's:
-// 0 no problems, 1 problems found and all repaired, 4 problems left,
-// 8 the check could not run (not a walfs image, unreadable, bad usage, or
-// mounted: a running walfs daemon holds the image's lock, base/file_lock.h).
+// What is checked and what is repaired is in fs/fsck.h.  Every repair
+// fsck.walfs makes today is one preen may make (counters rewritten from
+// what was counted, leaked blocks freed when every owner was read), so -y
+// and -p repair the same things; the rest is reported for a person.
+// Exit status, fsck(8)'s bits: 0 no problems; 1 problems found and all
+// repaired; 4 problems left; 8 the check could not run (not a walfs image,
+// unreadable, mounted: a running walfs daemon holds the image's lock,
+// base/file_lock.h); 16 a usage error.
 #include <cstdio>
 #include <string>
 
@@ -16,47 +27,79 @@
 
 #include "base/block_device_file.h"
 #include "fs/fsck.h"
+#include "tools/cli.h"
 
 namespace walfs {
 namespace {
 
+constexpr int kExitOperational = 8;
+
 int Run(int argc, char** argv) {
-  CLI::App app{"fsck.walfs: check (and repair) a walfs image"};
+  CLI::App app{"fsck.walfs: check (and repair) a walfs image", "fsck.walfs"};
+  cli::AddVersion(app, "fsck.walfs");
   std::string image;
-  bool no_change = false, yes = false, verbose = false;
+  bool no_change = false, yes = false, preen_a = false, preen_p = false, force = false,
+       verbose = false;
   app.add_option("IMAGE", image, "image file or block device")->required();
-  auto* n = app.add_flag("-n,--no-change", no_change, "check only: no log replay, no writes");
-  app.add_flag("-y,--yes", yes, "repair what is safe (counters)")->excludes(n);
+  auto* n = app.add_flag("-n,--no-change", no_change,
+                         "check only, write nothing (a dirty log is replayed in memory)");
+  auto* y = app.add_flag("-y,--yes", yes, "repair everything fsck.walfs can repair");
+  auto* a = app.add_flag("-a", preen_a, "preen: the same as -p");
+  auto* p = app.add_flag("-p,--preen", preen_p,
+                         "preen: repair what is safe without asking; skip an image marked clean");
+  bool zero_log = false;
+  auto* l = app.add_flag("-L,--zero-log", zero_log,
+                         "zero a log that cannot be replayed (what it holds is lost, and said), "
+                         "then check and repair");
+  app.add_flag("-f,--force", force, "check even an image marked clean (with -p or -a)");
   app.add_flag("-v,--verbose", verbose, "print what was checked");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 8;
-  }
+  n->excludes(y)->excludes(a)->excludes(p)->excludes(l);
+  y->excludes(a)->excludes(p);
+  if (auto code = cli::Parse(app, argc, argv, cli::kFsckUsageExit)) return *code;
+  const bool preen = preen_a || preen_p;
+
   // Never beside a mount: its image changes under the check.
   auto dev = FileDevice::Open(image, {.exclusive = true});
   if (!dev.ok()) {
     fmt::print(stderr, "fsck.walfs: {}: {}\n", image, dev.status().message());
-    return 8;
+    return kExitOperational;
   }
-  auto report = fs::CheckImage(dev->get(), {.replay = !no_change, .repair = yes});
+  fs::FsckOptions o;
+  o.replay = !no_change;
+  o.repair = yes || preen || zero_log;
+  o.skip_if_clean = preen && !force;
+  o.zero_log = zero_log;
+  auto report = fs::CheckImage(dev->get(), o);
   if (!report.ok()) {
     fmt::print(stderr, "fsck.walfs: {}: {}\n", image, report.status().message());
-    return 8;
+    return kExitOperational;
+  }
+  if (report->skipped) {
+    // e2fsck -p's line for a clean filesystem: from the superblock's
+    // counters, exact for a clean image.
+    const auto& sb = report->sb;
+    fmt::print("{}: clean, {}/{} inodes, {}/{} blocks (not checked: -f checks it)\n", image,
+               sb.icount - sb.ifree, sb.icount, sb.total_blocks - sb.free_blocks, sb.total_blocks);
+    return 0;
   }
   if (report->replayed) fmt::print("{}: replayed the log\n", image);
-  for (const fs::FsckProblem& p : report->problems)
-    fmt::print("{}: {}{}\n", image, p.message, p.repaired ? " [repaired]" : "");
+  for (const fs::FsckProblem& pr : report->problems)
+    fmt::print("{}: {}{}\n", image, pr.message, pr.repaired ? " [repaired]" : "");
   if (verbose || !report->problems.empty())
-    fmt::print("{}: {} inodes in use ({} directories), {} blocks in use of {}\n", image,
+    fmt::print("{}: {} inodes in use ({} directories), {} blocks in use of {}{}\n", image,
                report->inodes_in_use, report->directories, report->blocks_in_use,
-               report->sb.total_blocks);
+               report->sb.total_blocks,
+               report->replayed_in_memory ? ", as the log would leave it (replayed in memory only)" : "");
   const std::size_t left = report->unrepaired();
   if (report->problems.empty())
     fmt::print("{}: clean\n", image);
   else
     fmt::print("{}: {} problem(s), {} repaired, {} left\n", image, report->problems.size(),
                report->problems.size() - left, left);
+  if (preen && left > 0)
+    fmt::print("{}: UNEXPECTED INCONSISTENCY: {} problem(s) preen may not repair; a person must "
+               "decide (they are listed above)\n",
+               image, left);
   return report->ExitCode();
 }
 

@@ -9,7 +9,9 @@
 // It refuses to overwrite an image that holds a walfs filesystem, or any
 // other filesystem or partition table libblkid recognises, unless -f is
 // given, and an image a walfs daemon has mounted (or fsck.walfs is checking)
-// in any case: they hold its lock (base/file_lock.h).  Exit status: 0 made, 1 refused or failed (with a one-line reason).
+// in any case: they hold its lock (base/file_lock.h).  Exit status: 0 made,
+// 1 refused or failed (with a one-line reason), 2 a usage error (an unknown
+// option, a value out of its range).
 #include <blkid/blkid.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -29,6 +31,7 @@
 #include "base/file_lock.h"
 #include "fs/format/superblock_format.h"
 #include "fs/mkfs.h"
+#include "tools/cli.h"
 
 namespace walfs {
 namespace {
@@ -100,7 +103,8 @@ std::optional<std::string> ExistingFilesystem(const std::string& path) {
 }
 
 int Run(int argc, char** argv) {
-  CLI::App app{"mkfs.walfs: make a walfs filesystem on an image file or a block device"};
+  CLI::App app{"mkfs.walfs: make a walfs filesystem on an image file or a block device", "mkfs.walfs"};
+  cli::AddVersion(app, "mkfs.walfs");
   std::string image, size_text, log_text, label;
   bool force = false, quiet = false;
   fs::MkfsOptions o;
@@ -108,15 +112,12 @@ int Run(int argc, char** argv) {
   app.add_option("SIZE", size_text, "create or resize IMAGE (a file) to this size: 1g, 512m, ...");
   app.add_flag("-f,--force", force, "overwrite an existing filesystem");
   app.add_option("-b,--block-size", o.block_size, "block size in bytes (default 4096)");
-  app.add_option("-a,--agcount", o.ag_count, "number of allocation groups (default: from the size)");
+  app.add_option("-a,--agcount", o.ag_count, "number of allocation groups (default: from the size)")
+      ->check(CLI::Range(std::uint32_t{1}, fs::format::kMaxAgCount));
   app.add_option("-l,--log", log_text, "size=BYTES (e.g. size=8m) or concurrency=N");
   app.add_option("-L,--label", label, "filesystem label (up to 64 bytes)");
   app.add_flag("-q,--quiet", quiet, "print nothing on success");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? kExitOk : kExitFail;
-  }
+  if (auto code = cli::Parse(app, argc, argv)) return *code;
   auto fail = [&](const std::string& why) {
     fmt::print(stderr, "mkfs.walfs: {}: {}\n", image, why);
     return kExitFail;

@@ -33,6 +33,7 @@
 #include "fs/filesystem.h"
 #include "journal/wake_mode.h"
 #include "mount/fuse_server.h"
+#include "tools/cli.h"
 #include "tools/stale_mount.h"
 #include "tools/walfs_sync.h"
 #include "tracing/options.h"
@@ -253,7 +254,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd.show_version) {
-    fmt::print("walfs (libfuse {})\n", fuse_pkgversion());
+    fmt::print("{} (libfuse {})\n", walfs::cli::VersionText("walfs"), fuse_pkgversion());
     return 0;
   }
   if (cfg.image == nullptr || cmd.mountpoint == nullptr) {

@@ -9,9 +9,12 @@
 //
 // LOG is a walfs image (its superblock says where the log is) or a raw log
 // (a file holding just the log region); --offset/--sectors select the
-// region in any file.  Exit
-// status: 0 the log reads cleanly, 1 it holds corruption (reported, and with
-// -c printed around), 2 bad usage or the file cannot be opened.
+// region in any file.  A file that is not a walfs image is taken for a log
+// only if its last record before the head is a walfs log record: random
+// bytes, zeros or another filesystem are refused (exit 1), not printed as
+// an empty log.  Exit status: 0 the log reads cleanly, 1 it holds
+// corruption (reported, and with -c printed around) or the file is neither a
+// walfs image nor a walfs log, 2 bad usage or the file cannot be opened.
 //
 // Like xfsprogs' logprint it links the journal library and parses nothing
 // itself.
@@ -31,6 +34,7 @@
 #include "journal/log_head.h"
 #include "journal/log_reader.h"
 #include "journal/log_transactions.h"
+#include "tools/cli.h"
 
 namespace walfs::journal {
 namespace {
@@ -77,15 +81,26 @@ void PrintRecord(const LogRecordAt& rec) {
   if (!ops.error().empty()) fmt::print("  ops: {}\n", ops.error());
 }
 
+// Whether a region that is not an image's log is a walfs log: the search
+// for the head found a last record, and it reads back as a whole, valid
+// record (FindLogPosition alone takes any bytes for a log written in some
+// cycle).
+bool HoldsALogRecord(const LogRegion& region, const LogPosition& pos) {
+  if (pos.empty || pos.last_record == kNullLsn) return false;
+  Result<LogRecordAt> rec = ReadRecordAt(region, SectorOf(pos.last_record), CycleOf(pos.last_record));
+  return rec.ok() && rec->record.kind == DecodedRecord::Kind::kOk;
+}
+
 int Run(const std::string& path, std::uint64_t offset, std::uint32_t sectors, bool transactional,
         bool keep_going) {
   FileDeviceOptions options;
   auto dev = FileDevice::Open(path, options);
   if (!dev.ok()) {
-    fmt::print(stderr, "walfs-logprint: {}: {}\n", path, dev.status().ToString());
+    fmt::print(stderr, "walfs-logprint: {}: {}\n", path, dev.status().message());
     return kExitUsage;
   }
   // An image names its own log; a raw log is the whole file.
+  bool image = false;
   if (offset == 0 && sectors == 0 && (*dev)->size_bytes() >= fs::format::kSuperSize) {
     std::vector<std::byte> block(fs::format::kSuperSize);
     if ((*dev)->Read(0, block.data(), block.size()).ok()) {
@@ -93,11 +108,12 @@ int Run(const std::string& path, std::uint64_t offset, std::uint32_t sectors, bo
       if (sb.ok()) {
         offset = sb->log_offset();
         sectors = sb->log_sectors();
+        image = true;
         fmt::print("image: walfs {}, {}\n", fs::format::UuidString(sb->uuid),
                    sb->clean() ? "clean" : "not cleanly unmounted");
       } else if (std::to_integer<std::uint8_t>(block[0]) == 'W' &&
                  std::to_integer<std::uint8_t>(block[1]) == 'L') {
-        fmt::print(stderr, "walfs-logprint: {}: {}\n", path, sb.status().ToString());
+        fmt::print(stderr, "walfs-logprint: {}: {}\n", path, sb.status().message());
         return kExitCorrupt;
       }
     }
@@ -106,16 +122,23 @@ int Run(const std::string& path, std::uint64_t offset, std::uint32_t sectors, bo
                    sectors ? sectors
                            : static_cast<std::uint32_t>(((*dev)->size_bytes() - offset) / kLogSectorSize)};
   if (Status s = region.Validate(); !s.ok()) {
-    fmt::print(stderr, "walfs-logprint: {}: {}\n", path, s.ToString());
+    fmt::print(stderr, "walfs-logprint: {}: {}\n", path, s.message());
     return kExitUsage;
+  }
+  Result<LogPosition> pos = FindLogPosition(region, RecoveryWindowSectors(region.sectors));
+  if (!pos.ok()) {
+    fmt::print(stderr, "walfs-logprint: {}: {}\n", path, pos.status().message());
+    return kExitCorrupt;
+  }
+  if (!image && !HoldsALogRecord(region, *pos)) {
+    fmt::print(stderr,
+               "walfs-logprint: {}: neither a walfs image nor a walfs log (no walfs log record{}); "
+               "--offset and --sectors select a log inside a larger file\n",
+               path, offset || sectors ? " in the region given" : "");
+    return kExitCorrupt;
   }
   fmt::print("log: {}, {} sectors ({} KiB) at offset {}\n", path, region.sectors,
              std::uint64_t{region.sectors} * kLogSectorSize / 1024, region.offset);
-  Result<LogPosition> pos = FindLogPosition(region, RecoveryWindowSectors(region.sectors));
-  if (!pos.ok()) {
-    fmt::print(stderr, "walfs-logprint: {}\n", pos.status().ToString());
-    return kExitCorrupt;
-  }
   fmt::print("{}\n", LogPositionString(*pos));
   if (pos->empty) return kExitOk;
 
@@ -174,7 +197,8 @@ int Run(const std::string& path, std::uint64_t offset, std::uint32_t sectors, bo
 }  // namespace walfs::journal
 
 int main(int argc, char** argv) {
-  CLI::App app{"walfs-logprint: print a walfs log, records or transactions"};
+  CLI::App app{"walfs-logprint: print a walfs log, records or transactions", "walfs-logprint"};
+  walfs::cli::AddVersion(app, "walfs-logprint");
   std::string path;
   std::uint64_t offset = 0;
   std::uint32_t sectors = 0;
@@ -184,10 +208,6 @@ int main(int argc, char** argv) {
   app.add_flag("-c,--continue", keep_going, "Continue past bad records");
   app.add_option("--offset", offset, "Byte offset of the log region in the file");
   app.add_option("--sectors", sectors, "Log size in 512-byte sectors (default: to end of file)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto code = walfs::cli::Parse(app, argc, argv)) return *code;
   return walfs::journal::Run(path, offset, sectors, transactional, keep_going);
 }

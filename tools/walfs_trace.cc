@@ -31,6 +31,7 @@
 #include <fmt/format.h>
 
 #include "base/status.h"
+#include "tools/cli.h"
 #include "tracing/chrome_json.h"
 #include "tracing/text_format.h"
 #include "tracing/trace_file.h"
@@ -198,7 +199,8 @@ int RecordCommand(const std::string& out, const std::string& events,
 
 int main(int argc, char** argv) {
   using namespace walfs::tracing;  // NOLINT
-  CLI::App app{"walfs-trace: print, convert and summarise walfs trace files"};
+  CLI::App app{"walfs-trace: print, convert and summarise walfs trace files", "walfs-trace"};
+  walfs::cli::AddVersion(app, "walfs-trace");
   app.require_subcommand(1);
   std::string file;
 
@@ -226,12 +228,21 @@ int main(int argc, char** argv) {
                      "Events to record: comma-separated subsystem or subsystem/event (default all)");
   record->add_option("command", command, "The program and its arguments (after --)")->required();
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    // --help is a "parse error" with exit code 0.
-    return app.exit(e) == 0 ? kExitOk : kExitUsage;
-  }
+  // CLI11 takes an unknown word for a missing subcommand ("A subcommand is
+  // required"): name it instead.
+  const auto known = [&](std::string_view word) {
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+      if (sub->get_name() == word) return true;
+    return false;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !known(argv[1]))
+    return walfs::cli::UsageError(
+        "walfs-trace", fmt::format("unknown command '{}': expected print, export, stats or record", argv[1]));
+  const std::string_view first = argc > 1 ? argv[1] : "";
+  if (!first.empty() && first[0] == '-' && first != "-h" && first != "--help" && first != "--version")
+    return walfs::cli::UsageError(
+        "walfs-trace", fmt::format("unknown option '{}': a command comes first (print, export, stats or record)", first));
+  if (auto code = walfs::cli::Parse(app, argc, argv)) return *code;
   if (print->parsed()) return Print(file, header);
   if (exp->parsed()) return ExportChrome(file, chrome_out);
   if (stats->parsed()) return Stats(file);

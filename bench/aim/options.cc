@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "tools/cli.h"
+
 namespace walfs::bench::aim {
 namespace {
 
@@ -68,6 +70,7 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args) {
       "running a shuffled list of the fserver mix's tests in DIR (several DIRs: each user\n"
       "moves to the next for every job).  Prints re-aim's table per load level."};
   app.name("walfs-aim");
+  cli::AddVersion(app, "walfs-aim");
   app.add_option("DIR", o.dirs, "Directories to load (on the file systems under test)")->required();
   app.add_option("-s,--startusers", o.start_users, "Users at the first load level (default 1)");
   app.add_option("-e,--endusers", o.end_users, "Users at the last load level (default 5)");
@@ -94,6 +97,10 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args) {
   } catch (const CLI::CallForHelp&) {
     parsed.help = true;
     parsed.help_text = app.help();
+    return parsed;
+  } catch (const CLI::CallForVersion&) {
+    parsed.help = true;
+    parsed.help_text = cli::VersionText("walfs-aim") + "\n";
     return parsed;
   } catch (const CLI::ParseError& e) {
     return Status::InvalidArgument(e.what());

@@ -21,6 +21,7 @@
 #include "bench/aim/workfile.h"
 #include "bench/aim/workspace.h"
 #include "bench/common/report.h"
+#include "tools/cli.h"
 
 namespace walfs::bench::aim {
 namespace {
@@ -147,8 +148,7 @@ int main(int argc, char** argv) {
   using namespace walfs::bench::aim;
   walfs::Result<ParsedArgs> parsed = ParseArgs(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed.ok()) {
-    fmt::print(stderr, "walfs-aim: {}\nRun with --help for more information.\n", parsed.status().message());
-    return kExitUsage;
+    return walfs::cli::UsageError("walfs-aim", parsed.status().message(), kExitUsage);
   }
   if (parsed->help) {
     fmt::print("{}", parsed->help_text);

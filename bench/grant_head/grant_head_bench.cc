@@ -19,6 +19,7 @@
 #include "bench/common/report.h"
 #include "bench/grant_head/workload.h"
 #include "journal/reservation.h"
+#include "tools/cli.h"
 
 namespace walfs::bench {
 namespace {
@@ -72,12 +73,12 @@ int Run(const Options& o) {
   std::vector<HeadLockKind> locks;
   for (const auto& m : o.modes) {
     auto r = journal::ParseWakeMode(m);
-    if (!r.ok()) return fmt::print(stderr, "grant_head_bench: {}\n", r.status().message()), 2;
+    if (!r.ok()) return walfs::cli::UsageError("grant_head_bench", fmt::format("--modes: {}", r.status().message()));
     modes.push_back(*r);
   }
   for (const auto& l : o.locks) {
     auto r = journal::ParseHeadLockKind(l);
-    if (!r.ok()) return fmt::print(stderr, "grant_head_bench: {}\n", r.status().message()), 2;
+    if (!r.ok()) return walfs::cli::UsageError("grant_head_bench", fmt::format("--locks: {}", r.status().message()));
     locks.push_back(*r);
   }
 
@@ -163,8 +164,10 @@ int Run(const Options& o) {
 
 int main(int argc, char** argv) {
   walfs::bench::Options o;
-  CLI::App app{"Log-space reservation under contention: inline vs waking vs wakeq wakeups."};
-  app.add_option("--threads", o.threads, "Worker thread counts")->delimiter(',');
+  CLI::App app{"Log-space reservation under contention: inline vs waking vs wakeq wakeups.",
+               "grant_head_bench"};
+  walfs::cli::AddVersion(app, "grant_head_bench");
+  app.add_option("--threads", o.threads, "Worker thread counts")->delimiter(',')->check(walfs::cli::AtLeast(1));
   app.add_option("--modes", o.modes, "Wake modes: inline,waking,wakeq")->delimiter(',');
   app.add_option("--locks", o.locks, "Head locks: mutex,spin")->delimiter(',');
   app.add_option("--log-units", o.log_units, "Log size in units of one reservation")
@@ -183,7 +186,7 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", o.quick, "Short run: 1,4,16,64 threads, 300 ms cells, 1 rep");
   app.add_option("--json", o.json_path, "Write the table as JSON (one object per row)");
   app.add_option("--csv", o.csv_path, "Write the table as CSV");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = walfs::cli::Parse(app, argc, argv)) return *code;
   if (o.quick) {
     if (app.count("--threads") == 0) o.threads = {1, 4, 16, 64};
     if (app.count("--duration-ms") == 0) o.base.duration_ms = 300;

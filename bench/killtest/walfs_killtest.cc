@@ -28,6 +28,7 @@
 
 #include "bench/common/report.h"
 #include "bench/killtest/campaign.h"
+#include "tools/cli.h"
 
 namespace walfs::bench::killtest {
 namespace {
@@ -51,7 +52,8 @@ int Main(int argc, char** argv) {
   bool quick = false, keep = false, no_aim = false, no_fio = false;
   std::string json;
   CLI::App app{"walfs-killtest: SIGKILL the walfs daemon under load, remount, check every "
-               "acknowledged fsync, fsck"};
+               "acknowledged fsync, fsck", "walfs-killtest"};
+  cli::AddVersion(app, "walfs-killtest");
   app.add_option("--rounds", o.rounds, "rounds (default 20; --quick: 3)");
   app.add_option("--seed", o.seed, "seed of the delays and file contents (default: random, printed)");
   app.add_flag("--quick", quick, "3 short rounds with small loads (well under a minute)");
@@ -66,11 +68,7 @@ int Main(int argc, char** argv) {
   app.add_option("--bin-dir", o.bin_dir, "where walfs, mkfs.walfs, fsck.walfs, walfs-aim are");
   app.add_option("--fio-dir", o.fio_dir, "bench/fio (run-job.sh and the *verify*.fio jobs)");
   app.add_flag("--keep", keep, "keep the work directory (kept anyway after a failure)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (auto code = cli::Parse(app, argc, argv)) return *code;
   o.aim = !no_aim;
   o.fio = !no_fio;
   if (quick) {
@@ -78,10 +76,11 @@ int Main(int argc, char** argv) {
     if (app.count("--max-delay-ms") == 0) o.max_delay_ms = 1500;
     o.fio_size = "16m";
   }
-  if (o.rounds < 1 || o.writers < 1 || o.min_delay_ms < 0 || o.max_delay_ms < o.min_delay_ms) {
-    fmt::print(stderr, "walfs-killtest: bad --rounds, --writers or delays\n");
-    return 2;
-  }
+  if (o.rounds < 1 || o.writers < 1 || o.min_delay_ms < 0 || o.max_delay_ms < o.min_delay_ms)
+    return cli::UsageError("walfs-killtest",
+                           fmt::format("--rounds and --writers are at least 1 and 0 <= --min-delay-ms <= "
+                                       "--max-delay-ms (got {}, {}, {}..{})",
+                                       o.rounds, o.writers, o.min_delay_ms, o.max_delay_ms));
 
   // Skips (exit 77, ctest's SKIP_RETURN_CODE) where it cannot mount.
   if (::geteuid() != 0) {

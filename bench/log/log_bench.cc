@@ -29,6 +29,7 @@
 #include "journal/buf_item.h"
 #include "journal/log.h"
 #include "journal/transaction.h"
+#include "tools/cli.h"
 
 namespace walfs::bench {
 namespace {
@@ -155,18 +156,21 @@ Result<CellResult> RunCell(const Options& o, const std::string& engine, int thre
 
 int Main(int argc, char** argv) {
   Options o;
-  CLI::App app{"log_bench: commits/s, log MB/s, group commit and force latency of the walfs log"};
-  app.add_option("--threads", o.threads, "committing threads per cell");
-  app.add_option("--engines", o.engines, "io_uring and/or sync (the pread/pwrite fallback)");
-  app.add_option("--seconds", o.seconds, "run time per cell");
-  app.add_option("--reps", o.reps, "repetitions (medians are reported)");
-  app.add_option("--log-mib", o.log_mib, "log size in MiB");
+  CLI::App app{"log_bench: commits/s, log MB/s, group commit and force latency of the walfs log",
+               "log_bench"};
+  cli::AddVersion(app, "log_bench");
+  app.add_option("--threads", o.threads, "committing threads per cell")->check(cli::AtLeast(1));
+  app.add_option("--engines", o.engines, "io_uring and/or sync (the pread/pwrite fallback)")
+      ->check(CLI::IsMember({"io_uring", "sync"}));
+  app.add_option("--seconds", o.seconds, "run time per cell")->check(cli::Positive());
+  app.add_option("--reps", o.reps, "repetitions (medians are reported)")->check(cli::AtLeast(1));
+  app.add_option("--log-mib", o.log_mib, "log size in MiB")->check(cli::AtLeast(1));
   app.add_option("--dir", o.dir, "directory for the image file (its filesystem is what is measured)");
   app.add_flag("--direct", o.direct, "open the image with O_DIRECT");
   app.add_flag("--quick", o.quick, "a short run: 1, 4 and 16 threads, 0.5 s cells, one repetition");
   app.add_option("--json", o.json_path, "write the table as JSON (one object per row)");
   app.add_option("--csv", o.csv_path, "write the table as CSV");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = cli::Parse(app, argc, argv)) return *code;
   if (o.quick) {
     o.threads = {1, 4, 16};
     o.seconds = 0.5;

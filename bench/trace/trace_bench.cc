@@ -35,6 +35,7 @@
 #include "bench/common/report.h"
 #include "bench/trace/tables.h"
 #include "tracing/tracer.h"
+#include "tools/cli.h"
 
 namespace walfs::bench {
 namespace {
@@ -152,7 +153,9 @@ int main(int argc, char** argv) {
   o.lttng.unavailable = WALFS_TRACE_BENCH_NO_LTTNG;
 #endif
   CLI::App app{"The tracer's costs side by side: reader wakeups (getuid), recursion protection "
-               "under a signal storm, and walfs vs LTTng-UST ns per event."};
+               "under a signal storm, and walfs vs LTTng-UST ns per event.",
+               "trace_bench"};
+  walfs::cli::AddVersion(app, "trace_bench");
   app.add_option("--tables", o.tables, "Tables to run: getuid,recursion,lttng")
       ->delimiter(',')
       ->check(CLI::IsMember({"getuid", "recursion", "lttng"}));
@@ -163,7 +166,7 @@ int main(int argc, char** argv) {
                "LTTng-table iterations");
   app.add_option("--json", o.json_path, "Write every table's rows as one JSON array");
   app.add_option("--csv", o.csv_path, "Write every table's rows as one CSV");
-  app.add_option("--threads", o.threads, "getuid: thread counts")->delimiter(',');
+  app.add_option("--threads", o.threads, "getuid: thread counts")->delimiter(',')->check(walfs::cli::AtLeast(1));
   app.add_option("--modes", o.modes, "getuid: off,noreader,immediate,deferred,deferred+wm")
       ->delimiter(',');
   app.add_option("--calls", o.getuid.calls, "getuid: measured calls per thread")
@@ -175,7 +178,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100));
   app.add_option("--buffer-kb", o.getuid.buffer_kb, "getuid: per-thread ring size")
       ->check(CLI::Range(4, 1 << 20));
-  app.add_option("--storm-threads", o.storm_threads, "recursion: thread counts")->delimiter(',');
+  app.add_option("--storm-threads", o.storm_threads, "recursion: thread counts")->delimiter(',')->check(walfs::cli::AtLeast(1));
   app.add_option("--recursion", o.recursion, "recursion: safe,fast,context")->delimiter(',');
   app.add_option("--storm-iterations", o.storm.iterations,
                  "recursion: event pairs per thread (rings are sized to hold them all)")
@@ -183,7 +186,7 @@ int main(int argc, char** argv) {
   app.add_option("--storm-interval-us", o.storm.interval_us,
                  "recursion: timer period per thread (0: no signals)")
       ->check(CLI::Range(0, 1'000'000));
-  app.add_option("--lttng-threads", o.lttng_threads, "lttng: thread counts")->delimiter(',');
+  app.add_option("--lttng-threads", o.lttng_threads, "lttng: thread counts")->delimiter(',')->check(walfs::cli::AtLeast(1));
   app.add_option("--emit-iterations", o.emit.iterations, "lttng: event pairs per thread")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 22));
   app.add_flag("--no-lttng", o.no_lttng, "lttng: walfs rows only, LTTng-UST row skipped");
@@ -196,11 +199,11 @@ int main(int argc, char** argv) {
   std::string clock = "mono";
   app.add_option("--clock", clock, "Trace clock of every walfs cell: mono (vDSO clock_gettime) "
                                    "or tsc (RDTSC, scaled)");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = walfs::cli::Parse(app, argc, argv)) return *code;
   if (auto c = walfs::tracing::ParseClockKind(clock); c.ok()) {
     o.getuid.clock = o.storm.clock = o.emit.clock = *c;
   } else {
-    return fmt::print(stderr, "trace_bench: {}\n", c.status().message()), 2;
+    return walfs::cli::UsageError("trace_bench", fmt::format("--clock: {}", c.status().message()));
   }
   if (o.quick) {
     if (app.count("--threads") == 0) o.threads = {1, 2, 5};

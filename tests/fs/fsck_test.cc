@@ -12,6 +12,7 @@
 #include "fs/format/ag_format.h"
 #include "fs/format/inode_format.h"
 #include "fs/format/block_types.h"
+#include "fs/filesystem.h"
 #include "fs/mkfs.h"
 #include "journal/buf_item.h"
 #include "journal/log.h"
@@ -255,6 +256,91 @@ TEST(FsckReplay, ADirtyLogIsReplayedAndTheReplayedBlocksVerify) {
   ASSERT_TRUE(dev.Read(sb.AgStart(1) * sb.block_size, b.data(), b.size()).ok());
   EXPECT_EQ(b[200], std::byte{0x5a});
   EXPECT_TRUE(format::DecodeAgHeader(b, sb, 1).ok());
+}
+
+}  // namespace
+}  // namespace walfs::fs
+
+namespace walfs::fs {
+namespace {
+
+// A mount that made a directory and a file, forced the log and crashed (no
+// unmount): the log holds committed transactions.
+class FsckAfterACrash : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(MakeFilesystem(&dev_, {.ag_count = 2, .now_s = 1}).ok());
+    auto fs = Filesystem::MountDevice(&dev_, {});
+    ASSERT_TRUE(fs.ok()) << fs.status().ToString();
+    auto dir = (*fs)->Mkdir({}, (*fs)->root(), "d", 0755);
+    ASSERT_TRUE(dir.ok());
+    auto file = (*fs)->Mknod({}, dir->st_ino, "f", S_IFREG | 0644, 0);
+    ASSERT_TRUE(file.ok());
+    ASSERT_TRUE((*fs)->Fsync(file->st_ino, false).ok());
+    fs->reset();  // a crash: the log is halted, not closed
+  }
+  FsckReport Check(FsckOptions o) {
+    auto r = CheckImage(&dev_, o);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : FsckReport{};
+  }
+
+  MemoryDevice dev_{64ull << 20};
+};
+
+// fsck -n says the log needs replay and checks the image as the log would
+// leave it (the root, "d" and "d/f"), writing nothing.
+TEST_F(FsckAfterACrash, CheckOnlyReplaysTheLogInMemoryAndWritesNothing) {
+  const std::vector<std::byte> before = dev_.Contents();
+  FsckReport dry = Check({.replay = false});
+  EXPECT_EQ(dev_.Contents(), before) << "fsck -n wrote to the image";
+  EXPECT_TRUE(dry.log_dirty);
+  ASSERT_EQ(dry.problems.size(), 1u) << testing::FsckProblems(dry);
+  EXPECT_TRUE(testing::FsckSays(dry, "committed transactions not yet replayed; run fsck.walfs without -n or mount it"))
+      << testing::FsckProblems(dry);
+  EXPECT_EQ(dry.inodes_in_use, 3u);
+  EXPECT_EQ(dry.directories, 2u);
+  EXPECT_EQ(dry.ExitCode(), 4);
+  // What the real replay finds.
+  FsckReport fixed = Check({});
+  EXPECT_TRUE(fixed.replayed);
+  EXPECT_EQ(fixed.problems.size(), 0u) << testing::FsckProblems(fixed);
+  EXPECT_EQ(fixed.inodes_in_use, dry.inodes_in_use);
+  EXPECT_EQ(fixed.blocks_in_use, dry.blocks_in_use);
+}
+
+// A replay by fsck leaves the log clean, as a mount's recovery and clean
+// unmount do: fsck -n then finds nothing, and the next mount replays
+// nothing.
+TEST_F(FsckAfterACrash, AReplayLeavesTheLogCleanForTheNextCheckAndMount) {
+  FsckReport fixed = Check({});
+  ASSERT_TRUE(fixed.replayed);
+  ASSERT_EQ(fixed.ExitCode(), 0) << testing::FsckProblems(fixed);
+  FsckReport again = Check({.replay = false});
+  EXPECT_FALSE(again.log_dirty);
+  EXPECT_EQ(again.problems.size(), 0u) << testing::FsckProblems(again);
+  EXPECT_EQ(again.ExitCode(), 0);
+  std::vector<std::byte> b(format::kSuperSize);
+  ASSERT_TRUE(dev_.Read(0, b.data(), b.size()).ok());
+  auto sb = format::DecodeSuperblock(b, dev_.size_bytes());
+  ASSERT_TRUE(sb.ok());
+  EXPECT_TRUE(sb->clean()) << "the superblock is not marked clean after the replay";
+  MountOptions ro;
+  ro.read_only = true;
+  auto fs = Filesystem::MountDevice(&dev_, ro);
+  ASSERT_TRUE(fs.ok()) << fs.status().ToString();
+  EXPECT_NE((*fs)->Describe().find("clean log"), std::string::npos) << (*fs)->Describe();
+  auto d = (*fs)->Lookup((*fs)->root(), "d");
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE((*fs)->Lookup(d->st_ino, "f").ok());
+  ASSERT_TRUE((*fs)->Unmount().ok());
+}
+
+// -n never repairs: asking for both is refused rather than repairing an
+// overlay that is thrown away.
+TEST_F(FsckAfterACrash, RepairWithoutReplayIsRefused) {
+  auto r = CheckImage(&dev_, {.replay = false, .repair = true});
+  EXPECT_FALSE(r.ok());
 }
 
 }  // namespace

@@ -142,6 +142,8 @@ TEST(Mkfs, RefusesWhatCannotWork) {
   expect_refused(512 * 1024, {}, "too small");
   expect_refused(1ull << 30, {.block_size = 65536}, "power of two");
   expect_refused(16ull << 20, {.ag_count = 4000}, "too small");
+  // Asked for, an AG count is made exactly: not 997 AGs for -a 1000.
+  expect_refused(1ull << 30, {.ag_count = 1000}, "would leave the last 3 empty (258047 data blocks); ask for at most 997");
   expect_refused(1ull << 30, {.label = std::string(65, 'x')}, "label");
 }
 

@@ -61,7 +61,7 @@ TEST_F(StaleMount, KilledDaemonsImageLockDoesNotBlockFsck) {
   KillDaemon();
   // The log is dirty, so -n may find problems; the image must not be "in use".
   ToolRun r = RunTool(Bin("fsck.walfs") + " -n " + ImagePath());
-  EXPECT_EQ(r.out.find("in use"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("is in use by pid"), std::string::npos) << r.out;
   EXPECT_NE(r.exit_code, 8) << r.out;
   ASSERT_NO_FATAL_FAILURE(MountAgain());
 }

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -30,6 +31,7 @@
 #include "tests/hostile/hostile_guard.h"
 #include "tests/hostile/hostile_image.h"
 #include "tests/hostile/hostile_round.h"
+#include "tools/cli.h"
 
 namespace walfs::hostile {
 namespace {
@@ -217,60 +219,38 @@ int Run(const Options& o) {
   return failures.empty() ? 0 : 1;
 }
 
-void Usage(std::FILE* to) {
-  fmt::print(to,
-             "usage: walfs-hostile [--quick] [--seeds N] [--seed-base S] [--kind KIND]\n"
-             "                     [--flavour clean|crashed] [--timeout SECONDS] [--no-fork] [--json PATH]\n"
-             "Damages one metadata block of a populated image per round (both flavours: cleanly\n"
-             "unmounted, crashed with a dirty log), then runs fsck and mounts, walks, changes and\n"
-             "unmounts it.  Prints a table of outcomes per flavour and block kind, then every round\n"
-             "that crashed, hung or broke an assertion.\n"
-             "  --seeds N      rounds per flavour (default 1000; --quick: 54)\n"
-             "  --kind KIND    only this block kind: superblock ag_header bitmap imap inode_chunk\n"
-             "                 dir_node extent_node xattr_node log_record\n"
-             "  --no-fork      run rounds in this process (a crash ends the run)\n"
-             "  --json PATH    one JSON object per table row\n");
-}
-
 }  // namespace
 }  // namespace walfs::hostile
 
 int main(int argc, char** argv) {
   using namespace walfs::hostile;
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        fmt::print(stderr, "walfs-hostile: {} needs a value\n", a);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--quick") o.seeds = 54;
-    else if (a == "--seeds") o.seeds = std::stoull(value());
-    else if (a == "--seed-base") o.seed_base = std::stoull(value());
-    else if (a == "--timeout") o.timeout_s = std::stod(value());
-    else if (a == "--no-fork") o.fork = false;
-    else if (a == "--json") o.json = value();
-    else if (a == "--flavour") {
-      const std::string f = value();
-      if (f != "clean" && f != "crashed") { Usage(stderr); return 2; }
-      o.flavour = f == "clean" ? 0 : 1;
-    } else if (a == "--kind") {
-      const std::string k = value();
-      for (int j = 0; j < kBlockKinds; ++j)
-        if (BlockKindName(static_cast<BlockKind>(j)) == k) o.kind = j;
-      if (o.kind < 0) { Usage(stderr); return 2; }
-    } else if (a == "-h" || a == "--help") {
-      Usage(stdout);
-      return 0;
-    } else {
-      fmt::print(stderr, "walfs-hostile: unknown argument '{}'\n", a);
-      Usage(stderr);
-      return 2;
-    }
-  }
+  CLI::App app{"walfs-hostile: damages one metadata block of a populated image per round (both "
+               "flavours: cleanly unmounted, crashed with a dirty log), then runs fsck and mounts, "
+               "walks, changes and unmounts it.  Prints a table of outcomes per flavour and block "
+               "kind, then every round that crashed, hung or broke an assertion.",
+               "walfs-hostile"};
+  walfs::cli::AddVersion(app, "walfs-hostile");
+  std::vector<std::string> kinds;
+  for (int j = 0; j < kBlockKinds; ++j) kinds.emplace_back(BlockKindName(static_cast<BlockKind>(j)));
+  std::string kind, flavour;
+  bool quick = false, no_fork = false;
+  app.add_flag("--quick", quick, "54 rounds per flavour (unless --seeds)");
+  app.add_option("--seeds", o.seeds, "rounds per flavour (default 1000)")->check(walfs::cli::AtLeast(1));
+  app.add_option("--seed-base", o.seed_base, "the first round's seed (default 1)")->check(walfs::cli::AtLeast(0));
+  app.add_option("--kind", kind, "only this block kind")->check(CLI::IsMember(kinds));
+  app.add_option("--flavour", flavour, "only this flavour: clean or crashed")
+      ->check(CLI::IsMember({"clean", "crashed"}));
+  app.add_option("--timeout", o.timeout_s, "seconds a round may take before it counts as hung (default 60)")
+      ->check(walfs::cli::Positive());
+  app.add_flag("--no-fork", no_fork, "run rounds in this process (a crash ends the run)");
+  app.add_option("--json", o.json, "one JSON object per table row");
+  if (auto code = walfs::cli::Parse(app, argc, argv)) return *code;
+  if (quick && app.count("--seeds") == 0) o.seeds = 54;
+  o.fork = !no_fork;
+  if (!flavour.empty()) o.flavour = flavour == "clean" ? 0 : 1;
+  for (int j = 0; j < kBlockKinds; ++j)
+    if (!kind.empty() && kinds[static_cast<std::size_t>(j)] == kind) o.kind = j;
   // Damaged rounds shut filesystems down and refuse mounts by design: their
   // messages go with the round's report (VIOLATION lines), not to stderr.
   walfs::Messages::Get().SetSink(walfs::Messages::Sink::kNone);

@@ -82,6 +82,7 @@ TEST_F(MkfsWalfs, ExplainsEveryRefusal) {
       {"-l concurrency=0 " + image_ + " 64m", "concurrency is a number"},
       {"-b 3000 " + image_ + " 64m", "power of two"},
       {image_ + " 100k", "too small"},
+      {"-a 1000 " + image_ + " 1g", "ask for at most 997"},
   };
   for (const Case& c : cases) {
     ToolRun r = Sh(Mkfs(c.args));
@@ -90,6 +91,18 @@ TEST_F(MkfsWalfs, ExplainsEveryRefusal) {
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one line: " << r.out;
   }
   EXPECT_FALSE(std::filesystem::exists(image_)) << "a refused mkfs must not create the image";
+}
+
+// A value outside an option's range is a usage error (exit 2), not the
+// default in disguise: -a 0 once meant "choose for me".
+TEST_F(MkfsWalfs, AnAgCountOutOfRangeIsAUsageError) {
+  for (const std::string a : {"0", "65537", "x"}) {
+    ToolRun r = Sh(Mkfs("-a " + a + " " + image_ + " 64m"));
+    EXPECT_EQ(r.exit_code, 2) << a << ": " << r.out;
+    EXPECT_NE(r.out.find("--agcount"), std::string::npos) << a << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << a << ": " << r.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(image_));
 }
 
 }  // namespace

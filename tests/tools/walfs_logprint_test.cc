@@ -2,6 +2,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -112,7 +113,35 @@ TEST(WalfsLogprint, ACorruptRecordIsReportedAndContinueSkipsIt) {
 TEST(WalfsLogprint, AMissingFileIsAUsageError) {
   ToolRun r = LogPrint("/nonexistent/walfs.log");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.out.find("NotFound"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("No such file"), std::string::npos) << r.out;
+}
+
+// Random bytes, zeros and another filesystem's image are not a log: said
+// plainly, exit 1, instead of a "head" found in the noise and exit 0.
+TEST(WalfsLogprint, AFileThatIsNeitherAnImageNorALogIsRefused) {
+  const std::string dir = ::testing::TempDir();
+  std::string noise(1 << 20, '\0');
+  std::uint32_t x = 12345;
+  for (char& c : noise) c = static_cast<char>((x = x * 1103515245 + 12345) >> 24);
+  std::ofstream(dir + "noise.bin", std::ios::binary) << noise;
+  std::ofstream(dir + "zeros.bin", std::ios::binary) << std::string(1 << 20, '\0');
+  for (const char* name : {"noise.bin", "zeros.bin"}) {
+    ToolRun r = LogPrint(dir + name);
+    EXPECT_EQ(r.exit_code, 1) << name << ": " << r.out;
+    EXPECT_NE(r.out.find("neither a walfs image nor a walfs log"), std::string::npos) << name << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << name << ": " << r.out;
+    ToolRun region = LogPrint("--offset 4096 --sectors 64 " + dir + name);
+    EXPECT_EQ(region.exit_code, 1) << name << ": " << region.out;
+    EXPECT_NE(region.out.find("in the region given"), std::string::npos) << name << ": " << region.out;
+  }
+  if (walfs::testing::RunTool("command -v mkfs.ext4").exit_code == 0) {
+    const std::string ext4 = dir + "ext4.img";
+    ASSERT_EQ(walfs::testing::RunTool("rm -f " + ext4 + " && truncate -s 16m " + ext4 +
+                                      " && mkfs.ext4 -q -F " + ext4).exit_code, 0);
+    ToolRun r = LogPrint(ext4);
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.out.find("neither a walfs image nor a walfs log"), std::string::npos) << r.out;
+  }
 }
 
 }  // namespace

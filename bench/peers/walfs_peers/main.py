@@ -25,8 +25,38 @@ from . import systems as syslib
 EXIT_OK, EXIT_FAILED_CELL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
-def parse_args(argv):
-    p = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line and exit 2, as in every walfs program."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"{self.prog}: {message}; see {self.prog} --help\n")
+
+
+def version_text(prog, bin_dir):
+    """The walfs version line: mkfs.walfs's (base/version.h), under this program's name."""
+    import subprocess
+    try:
+        out = subprocess.run([os.path.join(bin_dir, "mkfs.walfs"), "--version"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as e:
+        return f"{prog}: cannot ask mkfs.walfs in {bin_dir} for the version ({e})"
+    return out.replace("mkfs.walfs", prog, 1)
+
+
+class _VersionAction(argparse.Action):
+    """--version, asking mkfs.walfs only when it is given."""
+
+    def __init__(self, bin_dir, **kwargs):
+        super().__init__(**kwargs)
+        self.bin_dir = bin_dir
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text(parser.prog, self.bin_dir))
+        parser.exit(EXIT_OK)
+
+
+def parse_args(argv, bin_dir=None):
+    p = _Parser(
         prog="walfs-peers",
         description="Run the same loads (walfs-aim fserver, the fio jobs in bench/fio) on walfs "
                     "and on peer filesystems, side by side, and report medians and spreads.")
@@ -57,6 +87,9 @@ def parse_args(argv):
     p.add_argument("--no-plots", action="store_true", help="do not run gnuplot")
     p.add_argument("--list", action="store_true", help="list the systems and why any would be skipped")
     p.add_argument("-v", "--verbose", action="store_true", help="print every command")
+    p.add_argument("--version", action=_VersionAction, nargs=0,
+                   bin_dir=bin_dir or os.path.dirname(os.path.abspath(sys.argv[0])),
+                   help="print the walfs and on-disk format versions")
     a = p.parse_args(argv)
     q = a.quick
     a.reps = a.reps or (1 if q else 3)
@@ -308,7 +341,7 @@ def _raise_interrupt(signum, _frame):
 def main(argv=None, bin_dir=None, source_dir=None):
     bin_dir = bin_dir or os.path.dirname(os.path.abspath(sys.argv[0]))
     source_dir = source_dir or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    args = parse_args(sys.argv[1:] if argv is None else argv, bin_dir)
     log = lambda msg: print(msg, file=sys.stderr, flush=True)
     try:
         chosen = select_systems(syslib.all_systems(), args.systems)

@@ -1,0 +1,104 @@
+// What every walfs program does alike on its command line (tools/cli.h,
+// STYLE.md rule 24): --version prints the walfs version and the on-disk
+// format versions (exit 0), and a bad option is a usage error -- exit 2
+// (fsck.walfs: 16, fsck(8)'s) with one line on stderr saying where to look,
+// never an uncaught exception.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "base/version.h"
+#include "tests/tools/tool_run.h"
+#include "tools/cli.h"
+
+namespace walfs {
+namespace {
+
+using testing::RunTool;
+using testing::ToolRun;
+
+struct Program {
+  std::string name;
+  int usage_exit;
+  bool checks_bad_options;  // walfs (the mount): its option handling is being changed
+};
+
+const std::vector<Program>& Programs() {
+  static const std::vector<Program> all{
+      {"mkfs.walfs", 2, true},       {"fsck.walfs", 16, true},      {"walfs", 2, false},
+      {"walfs-logprint", 2, true},   {"walfs-trace", 2, true},      {"walfs-aim", 2, true},
+      {"walfs-killtest", 2, true},   {"walfs-crashtest", 2, true},
+      {"log_bench", 2, true},        {"grant_head_bench", 2, true}, {"trace_bench", 2, true},
+      {"walfs-peers", 2, true},      {"walfs-requests", 2, true},
+  };
+#ifndef WALFS_NO_HOSTILE_PROGRAM
+  static const std::vector<Program> with_hostile = [] {
+    std::vector<Program> v = all;
+    v.push_back({"walfs-hostile", 2, true});
+    return v;
+  }();
+  return with_hostile;
+#else
+  return all;
+#endif
+}
+
+std::string Bin(const std::string& name) { return std::string(WALFS_BIN_DIR) + "/" + name; }
+
+TEST(EveryProgram, PrintsTheWalfsAndFormatVersions) {
+  for (const Program& p : Programs()) {
+    ToolRun r = RunTool(Bin(p.name) + " --version");
+    EXPECT_EQ(r.exit_code, 0) << p.name << ": " << r.out;
+    EXPECT_EQ(r.out.rfind(cli::VersionText(p.name), 0), 0u) << p.name << ": " << r.out;
+    EXPECT_NE(r.out.find(std::string("(walfs ") + std::string(kWalfsVersion) + ")"), std::string::npos)
+        << p.name << ": " << r.out;
+  }
+}
+
+TEST(EveryProgram, ABadOptionIsOneLineOnStderrAndTheUsageExitCode) {
+  for (const Program& p : Programs()) {
+    if (!p.checks_bad_options) continue;
+    for (const char* args : {"--no-such-option", "--no-such-option=1 x y"}) {
+      ToolRun err = RunTool("{ " + Bin(p.name) + " " + std::string(args) + " 2>&1 >/dev/null; }");  // stderr only
+      EXPECT_EQ(err.exit_code, p.usage_exit) << p.name << " " << args << ": " << err.out;
+      EXPECT_EQ(std::count(err.out.begin(), err.out.end(), '\n'), 1) << p.name << " " << args << ": " << err.out;
+      EXPECT_NE(err.out.find("see " + p.name + " --help"), std::string::npos) << p.name << ": " << err.out;
+      ToolRun out = RunTool("{ " + Bin(p.name) + " " + args + " 2>/dev/null; }");  // stdout only
+      EXPECT_EQ(out.out, "") << p.name << " " << args << ": a usage error printed on stdout";
+    }
+  }
+}
+
+// The cases issue 17 found, each once an uncaught exception, a wrong exit
+// code or a message that sent the user the wrong way.
+TEST(EveryProgram, BadValuesAreUsageErrorsNamingTheOption) {
+  struct Case {
+    std::string command, says;
+    int exit_code;
+  };
+  const std::vector<Case> cases{
+#ifndef WALFS_NO_HOSTILE_PROGRAM
+      {"walfs-hostile --seeds x", "--seeds: must be a whole number of at least 1", 2},
+#endif
+      {"walfs-crashtest --seeds 0", "--seeds: must be a whole number of at least 1, not '0'", 2},
+      {"log_bench --threads 0", "--threads: must be a whole number of at least 1", 2},
+      {"log_bench --engines nope", "--engines", 2},
+      {"trace_bench --tables foo", "--tables: foo not in", 2},
+      {"walfs-trace bogus", "unknown command 'bogus'", 2},
+      {"grant_head_bench --modes nope", "--modes", 2},
+      {"walfs-killtest --rounds 0", "--rounds", 2},
+      {"mkfs.walfs -a 0 img 64m", "--agcount", 2},
+      {"fsck.walfs -n -y img", "--no-change excludes --yes", 16},
+  };
+  for (const Case& c : cases) {
+    ToolRun r = RunTool("{ " + Bin(c.command) + " 2>&1 >/dev/null; }");
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.command << ": " << r.out;
+    EXPECT_NE(r.out.find(c.says), std::string::npos) << c.command << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << c.command << ": " << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace walfs

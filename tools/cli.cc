@@ -1,0 +1,87 @@
+#include "tools/cli.h"
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "base/version.h"
+#include "fs/format/superblock_format.h"
+#include "journal/log_format.h"
+
+namespace walfs::cli {
+
+std::string VersionText(std::string_view program) {
+  return fmt::format("{} (walfs {}): image format {}, log format {}", program, kWalfsVersion,
+                     fs::format::kFormatVersion, journal::kLogFormatVersion);
+}
+
+void AddVersion(CLI::App& app, std::string_view program) {
+  app.set_version_flag("--version", VersionText(program), "print the walfs and on-disk format versions");
+}
+
+CLI::Validator AtLeast(long long min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        long long v = 0;
+        std::size_t used = 0;
+        try {
+          v = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || v < min)
+          return fmt::format("must be a whole number of at least {}, not '{}'", min, text);
+        return "";
+      },
+      fmt::format("INT>={}", min));
+}
+
+CLI::Validator Positive() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        std::size_t used = 0;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size() || !(v > 0))
+          return fmt::format("must be a number above 0, not '{}'", text);
+        return "";
+      },
+      "NUMBER>0");
+}
+
+int UsageError(std::string_view program, std::string_view what, int usage_exit) {
+  fmt::print(stderr, "{}: {}; see {} --help\n", program, what, program);
+  return usage_exit;
+}
+
+std::optional<int> Parse(CLI::App& app, int argc, char** argv, int usage_exit) {
+  try {
+    app.parse(argc, argv);
+    return std::nullopt;
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // CLI11's own text is one line ("The following argument was not
+    // expected: -q"); its help dump after it is not printed.
+    std::string what = e.what();
+    while (!what.empty() && (what.back() == '\n' || what.back() == '.')) what.pop_back();
+    for (char& c : what)
+      if (c == '\n') c = ' ';
+    std::string program = app.get_name();
+    if (program.empty() && argc > 0) program = argv[0];
+    if (const auto slash = program.rfind('/'); slash != std::string::npos) program = program.substr(slash + 1);
+    return UsageError(program, what, usage_exit);
+  }
+}
+
+}  // namespace walfs::cli
