@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "bench/killtest/process.h"
+#include "bench/killtest/unsynced.h"
 #include "bench/killtest/verify.h"
 
 namespace walfs::bench::killtest {
@@ -36,6 +37,10 @@ std::string FirstLine(const std::string& text, std::string_view containing) {
 
 bool Executable(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
 
+std::string UnsyncedDir(const std::string& mnt, int u, int round) {
+  return fmt::format("{}/u{}/r{}", mnt, u, round);
+}
+
 }  // namespace
 
 Campaign::~Campaign() {
@@ -51,7 +56,7 @@ Status Campaign::Prepare() {
     return Status::FromErrno(errno, fmt::format("mkdtemp in {}", o_.dir));
   work_ = templ;
   setup_ = {.bin_dir = o_.bin_dir, .image = work_ + "/image", .mnt = work_ + "/mnt",
-            .daemon_log = work_ + "/walfs.log"};
+            .daemon_log = work_ + "/walfs.log", .mount_options = o_.mount_options};
   if (::mkdir(setup_.mnt.c_str(), 0755) != 0) return Status::FromErrno(errno, "mkdir mnt");
   for (const char* tool : {"walfs", "mkfs.walfs", "fsck.walfs"}) {
     if (!Executable(o_.bin_dir + "/" + tool))
@@ -65,6 +70,10 @@ Status Campaign::Prepare() {
   WALFS_ASSIGN_OR_RETURN(daemon_, StartDaemon(setup_, o_.timeout_s));
   for (int w = 0; w < o_.writers; ++w) {
     const std::string d = fmt::format("{}/w{}", setup_.mnt, w);
+    if (::mkdir(d.c_str(), 0755) != 0) return Status::FromErrno(errno, "mkdir " + d);
+  }
+  for (int u = 0; u < o_.unsynced_writers; ++u) {
+    const std::string d = fmt::format("{}/u{}", setup_.mnt, u);
     if (::mkdir(d.c_str(), 0755) != 0) return Status::FromErrno(errno, "mkdir " + d);
   }
   ::sync();
@@ -98,11 +107,13 @@ std::string Campaign::Loads(int round, std::vector<pid_t>* pids) {
   return "";
 }
 
-std::string Campaign::RemoveLoadDirs() {
-  for (const char* d : {"aim", "fio"}) {
+std::string Campaign::RemoveLoadDirs(int round) {
+  std::vector<std::string> dirs = {setup_.mnt + "/aim", setup_.mnt + "/fio"};
+  for (int u = 0; u < o_.unsynced_writers; ++u) dirs.push_back(UnsyncedDir(setup_.mnt, u, round));
+  for (const std::string& d : dirs) {
     std::error_code ec;
-    std::filesystem::remove_all(setup_.mnt + "/" + d, ec);
-    if (ec) return fmt::format("removing {}/{} after recovery: {}", setup_.mnt, d, ec.message());
+    std::filesystem::remove_all(d, ec);
+    if (ec) return fmt::format("removing {} after recovery: {}", d, ec.message());
   }
   return "";
 }
@@ -119,13 +130,22 @@ RoundResult Campaign::RunRound(int round) {
   if (!d.ok()) return r.failure = "mount: " + std::string(d.status().message()), r;
   daemon_ = *d;
 
-  // The loads: our writers, then walfs-aim and fio.
+  // The loads: our writers, then walfs-aim and fio.  A quiet round runs
+  // the unsynced writers alone: any fsync forces the whole log, theirs
+  // included, and so does the AIL meeting pinned items after a heavy fsync
+  // load, so only there does nothing but the lazy push (or commit=) write
+  // their changes to the image.  The mount before it was a clean unmount.
+  r.quiet = o_.quiet_every > 0 && o_.unsynced_writers > 0 && round % o_.quiet_every == 1;
   std::vector<pid_t> loads;
   std::vector<std::string> ledger_paths;
   for (int w = 0; w < o_.writers; ++w) {
     ledger_paths.push_back(fmt::format("{}/ledger-w{}", work_, w));
     const int fd = ::open(ledger_paths.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) return r.failure = "ledger: " + std::string(std::strerror(errno)), r;
+    if (r.quiet) {  // an empty ledger: the files must hold what they held
+      ::close(fd);
+      continue;
+    }
     std::vector<FileState> mine;
     for (const FileState& f : files_)
       if (f.id.writer == w) mine.push_back(f);
@@ -139,7 +159,31 @@ RoundResult Campaign::RunRound(int round) {
     ::setpgid(pid, pid);
     loads.push_back(pid);
   }
-  if (std::string e = Loads(round, &loads); !e.empty()) r.failure = "loads: " + e;
+  // The unsynced writers, each in a new directory made durable first (a
+  // directory's fsync forces the whole log).
+  std::vector<std::string> unsynced_ledgers;
+  for (int u = 0; u < o_.unsynced_writers; ++u) {
+    const std::string dir = UnsyncedDir(setup_.mnt, u, round);
+    if (::mkdir(dir.c_str(), 0755) != 0) return r.failure = "mkdir " + dir + ": " + std::strerror(errno), r;
+    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || ::fsync(dfd) != 0) return r.failure = "fsync " + dir + ": " + std::strerror(errno), r;
+    ::close(dfd);
+    unsynced_ledgers.push_back(fmt::format("{}/ledger-u{}", work_, u));
+    const int fd = ::open(unsynced_ledgers.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return r.failure = "ledger: " + std::string(std::strerror(errno)), r;
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      RunUnsyncedWriter(o_.seed, round_seed ^ (0x5bd1e995ull * static_cast<std::uint64_t>(u + 1)), u, round, dir,
+                        o_.unsynced_pause_us, fd);
+    }
+    ::close(fd);
+    if (pid < 0) return r.failure = "fork: " + std::string(std::strerror(errno)), r;
+    ::setpgid(pid, pid);
+    loads.push_back(pid);
+  }
+  if (!r.quiet)
+    if (std::string e = Loads(round, &loads); !e.empty()) r.failure = "loads: " + e;
 
   // The crash.
   std::this_thread::sleep_for(std::chrono::milliseconds(r.delay_ms));
@@ -177,9 +221,33 @@ RoundResult Campaign::RunRound(int round) {
   if (!check.failures.empty()) {
     r.failure = fmt::format("{} file(s) lost acknowledged data:", check.failures.size());
     for (const std::string& f : check.failures) r.failure += "\n  " + f;
-    return r;
   }
-  if (std::string e = RemoveLoadDirs(); !e.empty()) return r.failure = e, r;
+  // The unsynced writers: every change acknowledged more than the margin
+  // before the kill is there.
+  std::vector<std::string> unsynced_failures;
+  for (int u = 0; u < o_.unsynced_writers; ++u) {
+    UnsyncedOutcome un = CheckUnsynced(o_.seed, u, round, UnsyncedDir(setup_.mnt, u, round),
+                                       unsynced_ledgers[static_cast<std::size_t>(u)], kill_ns,
+                                       std::int64_t{o_.unsynced_margin_ms} * 1'000'000);
+    r.unsynced_checked += un.checked;
+    r.unsynced_too_recent += un.too_recent;
+    r.unsynced_missing += un.missing;
+    for (const std::string& f : un.failures) unsynced_failures.push_back(fmt::format("u{}: {}", u, f));
+  }
+  if (!unsynced_failures.empty()) {
+    if (!r.failure.empty()) r.failure += "\n";
+    r.failure += fmt::format("unsynced writers: {} problem(s), {} checked change(s) missing (of {} checked; "
+                             "margin {} ms):",
+                             unsynced_failures.size(), r.unsynced_missing, r.unsynced_checked,
+                             o_.unsynced_margin_ms);
+    constexpr std::size_t kShown = 20;
+    for (std::size_t i = 0; i < unsynced_failures.size() && i < kShown; ++i)
+      r.failure += "\n  " + unsynced_failures[i];
+    if (unsynced_failures.size() > kShown)
+      r.failure += fmt::format("\n  ... and {} more", unsynced_failures.size() - kShown);
+  }
+  if (!r.failure.empty()) return r;
+  if (std::string e = RemoveLoadDirs(round); !e.empty()) return r.failure = e, r;
 
   if (Status s = UnmountAndWait(setup_, &daemon_, o_.timeout_s); !s.ok())
     return r.failure = "clean unmount after recovery: " + std::string(s.message()), r;

@@ -1,6 +1,7 @@
 // A kill-test campaign (docs/killtest.md): one fresh image, then rounds of
 // mount -> loads -> SIGKILL the daemon at a random moment -> remount (log
-// recovery) -> check every acknowledged fsync -> clean unmount -> fsck -n.
+// recovery) -> check every acknowledged fsync and every unsynced change older
+// than the margin -> clean unmount -> fsck -n.
 #pragma once
 
 #include <cstdint>
@@ -28,13 +29,22 @@ struct CampaignOptions {
   bool fio = true;
   std::string fio_size = "64m";
   int timeout_s = 60;  // for a mount, an unmount, a load to die
+  int unsynced_writers = 1;       // writers that never fsync (bench/killtest/unsynced.h)
+  int unsynced_pause_us = 500;    // their sleep before each change
+  int unsynced_margin_ms = 200;   // their changes older than this at the kill are checked
+  std::string mount_options;      // walfs -o OPTS ("": the defaults)
+  int quiet_every = 4;            // rounds 1, 1+N, 1+2N, ...: the unsynced writers alone (0: never)
 };
 
 struct RoundResult {
   int round = 0;
   int delay_ms = 0;
+  bool quiet = false;  // the unsynced writers ran alone
   std::uint64_t ops_acked = 0;
   std::uint64_t files_checked = 0;
+  std::uint64_t unsynced_checked = 0;     // unsynced changes old enough to be checked
+  std::uint64_t unsynced_too_recent = 0;  // newer than the margin (or in flight)
+  std::uint64_t unsynced_missing = 0;     // checked ones not there
   double recovery_ms = 0;
   std::string replayed;  // the daemon's recovery summary
   std::string fsck = "-";
@@ -55,7 +65,7 @@ class Campaign {
 
  private:
   std::string Loads(int round, std::vector<pid_t>* pids);
-  std::string RemoveLoadDirs();
+  std::string RemoveLoadDirs(int round);
 
   const CampaignOptions o_;
   std::string work_;

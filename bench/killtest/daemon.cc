@@ -52,8 +52,12 @@ std::size_t FileSize(const std::string& path) {
 Result<Daemon> StartDaemon(const Setup& setup, int timeout_s) {
   const std::size_t log_from = FileSize(setup.daemon_log);
   const auto start = Clock::now();
-  WALFS_ASSIGN_OR_RETURN(pid_t pid, Spawn({setup.bin_dir + "/walfs", setup.image, setup.mnt, "-f"},
-                                          LogTo(setup.daemon_log)));
+  std::vector<std::string> argv = {setup.bin_dir + "/walfs", setup.image, setup.mnt, "-f"};
+  if (!setup.mount_options.empty()) {
+    argv.push_back("-o");
+    argv.push_back(setup.mount_options);
+  }
+  WALFS_ASSIGN_OR_RETURN(pid_t pid, Spawn(argv, LogTo(setup.daemon_log)));
   Daemon d;
   d.pid = pid;
   const auto deadline = start + std::chrono::seconds(timeout_s);

@@ -1,4 +1,4 @@
-// The walfs daemon under test: started as `walfs IMAGE MNT -f` (a child, so
+// The walfs daemon under test: started as `walfs IMAGE MNT -f [-o OPTS]` (a child, so
 // its pid is known and SIGKILL reaches it), waited for until its mount shows
 // up in /proc/self/mountinfo, and unmounted cleanly at the end of a round.
 #pragma once
@@ -16,6 +16,7 @@ struct Setup {
   std::string image;
   std::string mnt;
   std::string daemon_log;  // every daemon's stdout and stderr, appended
+  std::string mount_options;  // passed as `-o OPTS` when not empty
 };
 
 struct Daemon {

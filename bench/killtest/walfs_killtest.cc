@@ -1,5 +1,6 @@
 // walfs-killtest: kill -9 the walfs daemon under load, many times, and check
-// that every acknowledged fsync survives, recovery works, fsck is clean and
+// that every acknowledged fsync survives (and every unsynced change older than
+// --unsynced-margin-ms), recovery works, fsck is clean and
 // the mountpoint is usable again (docs/killtest.md).
 //
 //   walfs-killtest --quick                   3 short rounds (the ctest)
@@ -61,6 +62,21 @@ int Main(int argc, char** argv) {
   app.add_option("--dir", o.dir, "where the image, ledgers and logs go (default /dev/shm, a tmpfs)");
   app.add_option("--size", o.image_size, "image size (default 1g)");
   app.add_option("--writers", o.writers, "verifying writer processes (default 4)");
+  app.add_option("--unsynced-writers", o.unsynced_writers,
+                 "writers that never fsync (create+write+close, mkdir, rename, unlink, chmod; default 1)");
+  app.add_option("--unsynced-pause-us", o.unsynced_pause_us,
+                 "the unsynced writers' sleep before each change (default 500: an application's pace, "
+                 "not a flood that fills the CIL to its space push)");
+  app.add_option("--unsynced-margin-ms", o.unsynced_margin_ms,
+                 "check every unsynced change acknowledged this long before the kill (default 200: "
+                 "lazy_commit_ms plus slack for a loaded machine)");
+  std::uint64_t min_unsynced = 0;
+  app.add_option("--min-unsynced-checked", min_unsynced,
+                 "fail unless the rounds together checked at least this many unsynced changes");
+  app.add_option("--quiet-every", o.quiet_every,
+                 "rounds 1, 1+N, 1+2N...: the unsynced writers alone, so that only the lazy push writes "
+                 "their changes (default 4; 0: never)");
+  app.add_option("--mount-options", o.mount_options, "walfs -o OPTS for every mount (default none)");
   app.add_option("--min-delay-ms", o.min_delay_ms, "earliest kill after the mount (default 300)");
   app.add_option("--max-delay-ms", o.max_delay_ms, "latest kill after the mount (default 4000)");
   app.add_flag("--no-aim", no_aim, "no walfs-aim load");
@@ -76,11 +92,14 @@ int Main(int argc, char** argv) {
     if (app.count("--max-delay-ms") == 0) o.max_delay_ms = 1500;
     o.fio_size = "16m";
   }
-  if (o.rounds < 1 || o.writers < 1 || o.min_delay_ms < 0 || o.max_delay_ms < o.min_delay_ms)
+  if (o.rounds < 1 || o.writers < 0 || o.unsynced_writers < 0 || o.writers + o.unsynced_writers < 1 ||
+      o.unsynced_margin_ms < 0 || o.quiet_every < 0 || o.unsynced_pause_us < 0 || o.min_delay_ms < 0 ||
+      o.max_delay_ms < o.min_delay_ms)
     return cli::UsageError("walfs-killtest",
-                           fmt::format("--rounds and --writers are at least 1 and 0 <= --min-delay-ms <= "
-                                       "--max-delay-ms (got {}, {}, {}..{})",
-                                       o.rounds, o.writers, o.min_delay_ms, o.max_delay_ms));
+                           fmt::format("--rounds is at least 1, --writers plus --unsynced-writers at least 1, "
+                                       "margins and pauses not negative, 0 <= --min-delay-ms <= --max-delay-ms "
+                                       "(got {}, {}+{}, {}..{})",
+                                       o.rounds, o.writers, o.unsynced_writers, o.min_delay_ms, o.max_delay_ms));
 
   // Skips (exit 77, ctest's SKIP_RETURN_CODE) where it cannot mount.
   if (::geteuid() != 0) {
@@ -102,9 +121,10 @@ int Main(int argc, char** argv) {
     }
   }
 
-  fmt::print("walfs-killtest: seed {}, {} rounds, {} writers, kill after {}..{} ms, aim {}, fio {}\n",
-             o.seed, o.rounds, o.writers, o.min_delay_ms, o.max_delay_ms, o.aim ? "on" : "off",
-             o.fio ? "on" : "off");
+  fmt::print("walfs-killtest: seed {}, {} rounds, {} writers, {} unsynced (margin {} ms), kill after "
+             "{}..{} ms, aim {}, fio {}, mount options '{}'\n",
+             o.seed, o.rounds, o.writers, o.unsynced_writers, o.unsynced_margin_ms, o.min_delay_ms,
+             o.max_delay_ms, o.aim ? "on" : "off", o.fio ? "on" : "off", o.mount_options);
   std::fflush(stdout);
   Campaign campaign(o);
   if (Status s = campaign.Prepare(); !s.ok()) {
@@ -114,21 +134,23 @@ int Main(int argc, char** argv) {
   }
   fmt::print("work directory {}\n", campaign.work_dir());
 
-  Report report({"round", "delay_ms", "ops_acked", "files_checked", "recovery_ms", "replayed", "fsck",
-                 "result"});
+  Report report({"round", "delay_ms", "loads", "ops_acked", "files_checked", "unsynced_checked",
+                 "unsynced_too_recent", "unsynced_missing", "recovery_ms", "replayed", "fsck", "result"});
   int survived = 0;
-  std::uint64_t checked_acks = 0;
+  std::uint64_t checked_acks = 0, checked_unsynced = 0;
   std::vector<double> recovery;
   std::string failure;
   int failed_round = -1;
   for (int round = 0; round < o.rounds; ++round) {
     RoundResult r = campaign.RunRound(round);
     const bool ok = r.failure.empty();
-    report.AddRow({Cell(r.round), Cell(r.delay_ms), Cell(r.ops_acked), Cell(r.files_checked),
+    report.AddRow({Cell(r.round), Cell(r.delay_ms), Cell(r.quiet ? "unsynced" : "all"), Cell(r.ops_acked), Cell(r.files_checked),
+                   Cell(r.unsynced_checked), Cell(r.unsynced_too_recent), Cell(r.unsynced_missing),
                    Cell(r.recovery_ms, 1), Cell(r.replayed), Cell(r.fsck), Cell(ok ? "ok" : "FAILED")});
-    fmt::print("round {:3}: kill after {:5} ms, {:6} fsyncs acked, {:3} files checked, remount "
-               "{:7.1f} ms ({}), fsck {}: {}\n",
-               r.round, r.delay_ms, r.ops_acked, r.files_checked, r.recovery_ms, r.replayed, r.fsck,
+    fmt::print("round {:3}: kill after {:5} ms ({}), {:6} fsyncs acked, {:3} files checked, unsynced "
+               "{:5} checked / {:3} too recent / {} missing, remount {:7.1f} ms ({}), fsck {}: {}\n",
+               r.round, r.delay_ms, r.quiet ? "unsynced writers only" : "all loads", r.ops_acked, r.files_checked, r.unsynced_checked,
+               r.unsynced_too_recent, r.unsynced_missing, r.recovery_ms, r.replayed, r.fsck,
                ok ? "ok" : "FAILED");
     std::fflush(stdout);
     if (!ok) {
@@ -138,6 +160,7 @@ int Main(int argc, char** argv) {
     }
     ++survived;
     checked_acks += r.ops_acked;
+    checked_unsynced += r.unsynced_checked;
     recovery.push_back(r.recovery_ms);
   }
   report.Print(stdout, "walfs-killtest");
@@ -146,9 +169,9 @@ int Main(int argc, char** argv) {
       fmt::print(stderr, "walfs-killtest: {}\n", s.message());
   }
   const double max_ms = recovery.empty() ? 0 : *std::max_element(recovery.begin(), recovery.end());
-  fmt::print("walfs-killtest: {}/{} rounds survived; {} acknowledged fsyncs checked; remount after "
-             "the kill: median {:.1f} ms, max {:.1f} ms\n",
-             survived, failed_round >= 0 ? failed_round + 1 : o.rounds, checked_acks,
+  fmt::print("walfs-killtest: {}/{} rounds survived; {} acknowledged fsyncs checked; {} unsynced "
+             "changes checked; remount after the kill: median {:.1f} ms, max {:.1f} ms\n",
+             survived, failed_round >= 0 ? failed_round + 1 : o.rounds, checked_acks, checked_unsynced,
              Median(recovery), max_ms);
   if (failed_round >= 0) {
     fmt::print(stderr,
@@ -157,6 +180,14 @@ int Main(int argc, char** argv) {
                "ledgers, walfs.log)\n",
                failed_round, failure, o.seed, failed_round + 1, quick ? " --quick" : "",
                campaign.work_dir());
+    campaign.Finish(true);
+    return 1;
+  }
+  if (checked_unsynced < min_unsynced) {
+    fmt::print(stderr,
+               "walfs-killtest: FAILED: only {} unsynced changes were old enough to check, fewer than "
+               "--min-unsynced-checked {} (did the unsynced writer run?)\nkept: {}\n",
+               checked_unsynced, min_unsynced, campaign.work_dir());
     campaign.Finish(true);
     return 1;
   }

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "bench/killtest/unsynced.h"
+
 namespace walfs::bench::killtest {
 
 namespace {
@@ -124,6 +126,13 @@ std::string ReplaceContent(std::uint64_t seed, const FileId& id, std::uint64_t g
 std::string AppendRecord(std::uint64_t seed, const FileId& id, std::uint64_t n) {
   return Bytes(Key(seed, id, n, 2), 64, 8 * 1024,
                fmt::format("walfs-killtest w{} f{} record {}\n", id.writer, id.file, n));
+}
+
+std::string UnsyncedContent(std::uint64_t seed, int writer, int round, int obj) {
+  // Writer numbers of their own (1000 + u), so no key repeats an fsync writer's.
+  const FileId id{1000 + writer, obj};
+  return Bytes(Key(seed, id, static_cast<std::uint64_t>(round), 3), 1, 3000,
+               fmt::format("walfs-killtest u{} r{} o{}\n", writer, round, obj));
 }
 
 void RunWriter(std::uint64_t seed, std::uint64_t round_seed, const std::string& mnt,
