@@ -419,7 +419,7 @@ void MountedFs::RemountAfterShutdown(const std::vector<std::string>& options) {
   const std::string fsck = suite->mount->Fsck();
   // Clean when nothing reached the log after the last clean state (the
   // failed write was the first), else a log left for recovery.
-  ASSERT_TRUE(fsck.empty() || fsck.find("not replayed") != std::string::npos)
+  ASSERT_TRUE(fsck.empty() || fsck.find("not yet replayed") != std::string::npos)
       << "fsck -n of a shut-down filesystem's image:\n" << fsck;
   suite->failure = suite->mount->Mount(options);
   ASSERT_EQ(suite->failure, "") << "mount again (recovery)";
