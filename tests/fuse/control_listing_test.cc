@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <set>
 #include <string>
 #include <vector>
@@ -52,16 +51,8 @@ bool IsPlainName(const std::string& n) {
   });
 }
 
-std::string Output(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  pclose(p);
-  return out;
-}
+// A command's output (stderr too: an error shows up in the comparison).
+std::string Output(const std::string& cmd) { return RunTool(cmd).out; }
 
 class ControlListing : public MountedFs {
  protected:
