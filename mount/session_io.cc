@@ -42,6 +42,13 @@ std::string_view OpcodeName(std::uint32_t op) {
   return "other";
 }
 
+// FUSE_DIRECT_IO_ALLOW_MMAP (kernel 6.6, protocol 7.39; Debian 12's headers
+// predate it): MAP_SHARED on a file opened with FOPEN_DIRECT_IO.  Without
+// it such an mmap fails with ENODEV, and walfs opens files for writing with
+// FOPEN_DIRECT_IO near a full disk (mount/writeback_guard.h).  Bit 36: the
+// INIT messages carry bits 32..63 in flags2, read when FUSE_INIT_EXT is set.
+constexpr std::uint64_t kDirectIoAllowMmap = 1ull << 36;
+
 template <typename T>
 const T* Arg(const void* buf, std::size_t len) {
   if (len < sizeof(fuse_in_header) + sizeof(T)) return nullptr;
@@ -92,8 +99,12 @@ void SessionIo::Received(void* buf, std::size_t len) {
   bool kill = false;
   switch (in->opcode) {
     case FUSE_INIT:
-      if (const auto* a = Arg<fuse_init_in>(buf, len))
+      if (const auto* a = Arg<fuse_init_in>(buf, len)) {
         kernel_offers_killpriv_v2_.store((a->flags & FUSE_HANDLE_KILLPRIV_V2) != 0, std::memory_order_relaxed);
+        const std::uint64_t flags =
+            a->flags | ((a->flags & FUSE_INIT_EXT) ? std::uint64_t{a->flags2} << 32 : 0);
+        kernel_offers_direct_io_mmap_.store((flags & kDirectIoAllowMmap) != 0, std::memory_order_relaxed);
+      }
       init_unique_.store(in->unique, std::memory_order_relaxed);
       break;
     case FUSE_WRITE:
@@ -118,17 +129,28 @@ void SessionIo::Replying(struct iovec* iov, int count) {
   if (count < 1 || iov[0].iov_len < sizeof(fuse_out_header)) return;
   const auto* out = static_cast<const fuse_out_header*>(iov[0].iov_base);
   if (out->unique == 0) return;  // a notification (poll), not a reply
-  if (out->unique == init_unique_.load(std::memory_order_relaxed) && out->error == 0 && count >= 2 &&
-      iov[1].iov_len >= offsetof(fuse_init_out, flags) + sizeof(std::uint32_t) && options_.killpriv_v2 &&
-      kernel_offers_killpriv_v2_.load(std::memory_order_relaxed)) {
-    // libfuse's INIT reply, still in its own buffer: add the flag it cannot set.
-    static_cast<fuse_init_out*>(iov[1].iov_base)->flags |= FUSE_HANDLE_KILLPRIV_V2;
-    killpriv_v2_.store(true, std::memory_order_relaxed);
-  }
+  if (out->unique == init_unique_.load(std::memory_order_relaxed) && out->error == 0 && count >= 2)
+    AmendInitReply(iov[1]);
   if (out->unique == serving.unique) {
     ops_[serving.slot].service_ns.Record(MonotonicNanos() - serving.start_ns);
     serving.unique = 0;
     serving.kill_suidgid = false;
+  }
+}
+
+// libfuse's INIT reply, still in its own buffer: add the flags it cannot set.
+void SessionIo::AmendInitReply(const struct iovec& arg) {
+  auto* init = static_cast<fuse_init_out*>(arg.iov_base);
+  if (arg.iov_len < offsetof(fuse_init_out, flags) + sizeof init->flags) return;
+  if (options_.killpriv_v2 && kernel_offers_killpriv_v2_.load(std::memory_order_relaxed)) {
+    init->flags |= FUSE_HANDLE_KILLPRIV_V2;
+    killpriv_v2_.store(true, std::memory_order_relaxed);
+  }
+  if (arg.iov_len >= offsetof(fuse_init_out, flags2) + sizeof init->flags2 &&
+      kernel_offers_direct_io_mmap_.load(std::memory_order_relaxed)) {
+    init->flags |= FUSE_INIT_EXT;
+    init->flags2 |= static_cast<std::uint32_t>(kDirectIoAllowMmap >> 32);
+    direct_io_mmap_.store(true, std::memory_order_relaxed);
   }
 }
 
@@ -148,8 +170,8 @@ std::string SessionIo::StatsText() const {
                           static_cast<double>(h.Percentile(0.99)) / 1e3);
   }
   const std::int64_t cpu_us = ProcessCpuNanos() / 1000;
-  return fmt::format("fuse_killpriv_v2 {}\nfuse_requests {}\n{}fuse_req_control {}\nfuse_daemon_cpu_us {}\n",
-                     killpriv_v2() ? 1 : 0, total, per_op,
+  return fmt::format("fuse_killpriv_v2 {}\nfuse_direct_io_mmap {}\nfuse_requests {}\n{}fuse_req_control {}\nfuse_daemon_cpu_us {}\n",
+                     killpriv_v2() ? 1 : 0, direct_io_mmap() ? 1 : 0, total, per_op,
                      ops_[kControlSlot].count.load(std::memory_order_relaxed), cpu_us);
 }
 

@@ -14,6 +14,9 @@
 //    GETATTR before a chown) and leaves clearing setuid/setgid to walfs,
 //    flagging the WRITE, SETATTR and OPEN requests that must do it; those
 //    flags, which libfuse drops, are kept for the handler (KillSuidgid()).
+//  - FUSE_DIRECT_IO_ALLOW_MMAP, which libfuse 3.14 does not know either:
+//    without it the kernel refuses MAP_SHARED (ENODEV) on files walfs opens
+//    with FOPEN_DIRECT_IO, as it does near a full disk.
 //
 // A request is read and handled by one worker thread, which replies before
 // it reads the next (walfs replies to every request in its handler), so the
@@ -63,8 +66,10 @@ class SessionIo {
 
   // Whether the kernel accepted FUSE_HANDLE_KILLPRIV_V2 (set at INIT).
   bool killpriv_v2() const { return killpriv_v2_.load(std::memory_order_relaxed); }
+  // Whether the kernel was told it may mmap(MAP_SHARED) direct-I/O files.
+  bool direct_io_mmap() const { return direct_io_mmap_.load(std::memory_order_relaxed); }
 
-  // `fuse_requests N` (about files and directories), then per opcode seen:
+  // `fuse_killpriv_v2 0|1`, `fuse_direct_io_mmap 0|1`, `fuse_requests N` (about files and directories), then per opcode seen:
   // `fuse_req_<op> N` and its service time `fuse_req_<op>_us_mean|p50|p99`;
   // `fuse_req_control N` (requests about /.walfs, apart: reading the stats
   // is no part of the load it measures); `fuse_daemon_cpu_us`.
@@ -75,6 +80,8 @@ class SessionIo {
   void Replying(struct iovec* iov, int count);
 
  private:
+  void AmendInitReply(const struct iovec& arg);
+
   static constexpr std::size_t kOpcodeSlots = 64;  // FUSE opcodes are < 52; the rest share the last
   static constexpr std::uint32_t kControlSlot = 0;  // opcode 0 does not exist: requests about /.walfs
   struct OpStats {
@@ -86,6 +93,8 @@ class SessionIo {
   std::atomic<std::uint64_t> init_unique_{0};   // the INIT request, whose reply gets KILLPRIV_V2
   std::atomic<bool> kernel_offers_killpriv_v2_{false};
   std::atomic<bool> killpriv_v2_{false};
+  std::atomic<bool> kernel_offers_direct_io_mmap_{false};
+  std::atomic<bool> direct_io_mmap_{false};
   std::array<OpStats, kOpcodeSlots> ops_;
 };
 

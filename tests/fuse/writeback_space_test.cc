@@ -1,9 +1,11 @@
 // The writeback cache (on by default) at a full disk: what a write that
 // returned success is promised (mount/writeback_guard.h).
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,30 @@ TEST_F(WritebackFullDisk, WriteItselfGetsEnospcAndWhatItAcceptedSurvivesFsync) {
   close(fd);
   EXPECT_EQ(StatValue(Root(), "writeback_lost"), 0);
   ASSERT_SYS(unlink(Path("big").c_str()));
+}
+
+// A file opened write-through (FOPEN_DIRECT_IO) near a full disk still maps
+// shared, as on any filesystem: without FUSE_DIRECT_IO_ALLOW_MMAP, which
+// walfs asks for, the kernel refuses MAP_SHARED with ENODEV.
+TEST_F(WritebackFullDisk, AFileOpenedWriteThroughStillMapsSharedAndItsStoresReachTheFile) {
+  ASSERT_EQ(StatValue(Root(), "fuse_direct_io_mmap"), 1) << "this kernel (6.6+) offers the flag";
+  const std::string f = Path("mapped");
+  const int fd = open(f.c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_SYS(fd);
+  ASSERT_SYS(ftruncate(fd, 8192));
+  void* m = mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ASSERT_NE(m, MAP_FAILED) << "mmap(MAP_SHARED) of a write-through file: " << strerror(errno);
+  std::memcpy(static_cast<char*>(m) + 4096, "mapped store", 12);
+  ASSERT_SYS(msync(m, 8192, MS_SYNC));
+  ASSERT_SYS(munmap(m, 8192));
+  ASSERT_SYS(close(fd));
+  const int rd = open(f.c_str(), O_RDONLY);
+  ASSERT_SYS(rd);
+  char got[12] = {};
+  ASSERT_EQ(pread(rd, got, sizeof got, 4096), static_cast<ssize_t>(sizeof got));
+  EXPECT_EQ(std::string(got, sizeof got), "mapped store");
+  close(rd);
+  ASSERT_SYS(unlink(f.c_str()));
 }
 
 // With no reserve a file opened on an empty disk keeps the cache: write(2)
