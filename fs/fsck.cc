@@ -86,6 +86,7 @@ class Checker {
         if (!zeroed.ok()) return Status::IoError(fmt::format("zeroing the log: {}", zeroed.message()));
       }
     }
+    Phase(1, "log");
     WALFS_RETURN_IF_ERROR(CheckLog());
     if (o_.skip_if_clean && !o_.zero_log && r_->sb.clean() && log_was_clean_ && r_->problems.empty()) {
       r_->skipped = true;
@@ -95,14 +96,25 @@ class Checker {
     for (std::uint64_t b = 0; b < r_->sb.data_start(); ++b) claimed_[b] = true;  // sb + log
     r_->blocks_in_use = r_->sb.data_start();
     ags_.resize(r_->sb.ag_count);
+    Phase(2, "allocation groups and inodes");
+    expected_chunks_ = std::max<std::uint64_t>(1, r_->sb.icount / std::max<std::uint32_t>(1, r_->sb.inodes_per_chunk));
     for (std::uint32_t agno = 0; agno < r_->sb.ag_count; ++agno) WALFS_RETURN_IF_ERROR(ScanAg(agno));
     // Leaked blocks are freed (-y) only when every owner was read without
     // trouble: a damaged inode's blocks would look leaked.
+    Advance(2, 1);
     claims_complete_ = r_->problems.empty();
-    for (std::uint32_t agno = 0; agno < r_->sb.ag_count; ++agno) WALFS_RETURN_IF_ERROR(CompareBitmap(agno));
+    Phase(3, "block ownership");
+    for (std::uint32_t agno = 0; agno < r_->sb.ag_count; ++agno) {
+      WALFS_RETURN_IF_ERROR(CompareBitmap(agno));
+      Advance(3, static_cast<double>(agno + 1) / r_->sb.ag_count);
+    }
+    Phase(4, "directory tree");
     CheckTree();
+    Phase(5, "unlinked lists");
     CheckUnlinked();
+    Phase(6, "counters");
     WALFS_RETURN_IF_ERROR(CheckCounters());
+    Advance(6, 1);
     return Status::Ok();
   }
 
@@ -116,6 +128,17 @@ class Checker {
   };
 
   void Problem(std::string message) { r_->problems.push_back({std::move(message), false}); }
+
+  static constexpr int kPhases = 6;
+  static constexpr const char* kPhaseNames[kPhases + 1] = {
+      "", "log", "allocation groups and inodes", "block ownership", "directory tree", "unlinked lists", "counters"};
+  void Phase(int phase, std::string_view name) {
+    if (o_.progress) o_.progress({.phase = phase, .phases = kPhases, .name = name, .done = 0});
+  }
+  void Advance(int phase, double done) {
+    if (o_.progress)
+      o_.progress({.phase = phase, .phases = kPhases, .name = kPhaseNames[phase], .done = std::min(done, 1.0)});
+  }
 
   Status ReadBlock(std::uint64_t blkno, std::vector<std::byte>* b) {
     b->resize(r_->sb.block_size);
@@ -237,6 +260,10 @@ class Checker {
         if (rec.start == 0) continue;
         ++ag.chunks;
         WALFS_RETURN_IF_ERROR(ScanChunk(agno, rec));
+        // Every 64 chunks (4,096 inodes): often enough for a person, rare
+        // enough to cost nothing.
+        if (++chunks_scanned_ % 64 == 0)
+          Advance(2, static_cast<double>(chunks_scanned_) / static_cast<double>(expected_chunks_));
       }
     }
     return Status::Ok();
@@ -680,6 +707,8 @@ class Checker {
   bool claims_complete_ = false;
   std::vector<AgState> ags_;
   std::unordered_map<std::uint64_t, InodeInfo> inodes_;
+  std::uint64_t chunks_scanned_ = 0;   // progress of phase 2
+  std::uint64_t expected_chunks_ = 1;  // from the superblock's inode count
 };
 
 }  // namespace

@@ -35,7 +35,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/block_device.h"
@@ -43,6 +45,18 @@
 #include "fs/format/superblock_format.h"
 
 namespace walfs::fs {
+
+// Where a check is: phase `phase` of `phases`, named `name`, and how much of
+// it is done (0 to 1; estimated from the superblock's inode count while
+// inodes are scanned).  Six phases: 1 log (item 1 above), 2 allocation
+// groups and inodes (2-3), 3 block ownership (4), 4 directory tree (5),
+// 5 unlinked lists (6), 6 counters (7).
+struct FsckProgress {
+  int phase = 0;
+  int phases = 0;
+  std::string_view name;
+  double done = 0;
+};
 
 struct FsckOptions {
   bool replay = true;   // replay a dirty log first (fsck without -n)
@@ -55,6 +69,9 @@ struct FsckOptions {
   // recovered as usual.  Then the check (and with `repair`, repairs).
   // Needs `replay`.
   bool zero_log = false;
+  // Called at the start of each phase (done 0) and as it advances; never
+  // after CheckImage returns.  Empty: no progress reported.
+  std::function<void(const FsckProgress&)> progress;
 };
 
 struct FsckProblem {

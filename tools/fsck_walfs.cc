@@ -10,6 +10,8 @@
 //   fsck.walfs -y IMAGE     repair everything fsck.walfs can repair
 //   fsck.walfs -L IMAGE     zero a log recovery cannot replay (saying what is
 //                           lost), then check and repair
+//   fsck.walfs -C ...       progress on stderr: a line per phase, and on a
+//                           terminal the phase's percentage
 //
 // What is checked and what is repaired is in fs/fsck.h.  Every repair
 // fsck.walfs makes today is one preen may make (counters rewritten from
@@ -28,6 +30,7 @@
 #include "base/block_device_file.h"
 #include "fs/fsck.h"
 #include "tools/cli.h"
+#include "tools/progress.h"
 
 namespace walfs {
 namespace {
@@ -53,6 +56,9 @@ int Run(int argc, char** argv) {
                          "then check and repair");
   app.add_flag("-f,--force", force, "check even an image marked clean (with -p or -a)");
   app.add_flag("-v,--verbose", verbose, "print what was checked");
+  bool progress = false;
+  app.add_flag("-C,--progress", progress,
+               "show progress on stderr: each phase, and on a terminal how far it got (as e2fsck -C)");
   n->excludes(y)->excludes(a)->excludes(p)->excludes(l);
   y->excludes(a)->excludes(p);
   if (auto code = cli::Parse(app, argc, argv, cli::kFsckUsageExit)) return *code;
@@ -69,7 +75,14 @@ int Run(int argc, char** argv) {
   o.repair = yes || preen || zero_log;
   o.skip_if_clean = preen && !force;
   o.zero_log = zero_log;
+  cli::ProgressLine line;  // '\r' only on a terminal; a line per phase elsewhere
+  if (progress) {
+    o.progress = [&line](const fs::FsckProgress& p) {
+      line.Show(fmt::format("Phase {}/{}: {}", p.phase, p.phases, p.name), fmt::format("{:.0f}%", p.done * 100));
+    };
+  }
   auto report = fs::CheckImage(dev->get(), o);
+  line.Done();
   if (!report.ok()) {
     fmt::print(stderr, "fsck.walfs: {}: {}\n", image, report.status().message());
     return kExitOperational;

@@ -22,6 +22,7 @@
 #include "bench/aim/workspace.h"
 #include "bench/common/report.h"
 #include "tools/cli.h"
+#include "tools/progress.h"
 
 namespace walfs::bench::aim {
 namespace {
@@ -91,15 +92,16 @@ int Run(const Options& o) {
   std::fflush(stdout);
 
   std::map<int, Samples> samples;
+  cli::ProgressLine line;  // '\r' only on a terminal (tools/progress.h)
   for (int rep = 0; rep < o.reps; ++rep) {
     for (std::size_t li = 0; li < levels.size(); ++li) {
       auto progress = [&](const Progress& p) {
-        fmt::print(stderr, "\r  rep {}/{}  level {}/{}: {} users, {}/{} jobs, {} running, {:.1f} s   ",
-                   rep + 1, o.reps, li + 1, levels.size(), p.users, p.jobs_done, p.jobs_total,
-                   p.users_running, p.seconds);
+        line.Show(fmt::format("rep {}/{}  level {}/{}: {} users", rep + 1, o.reps, li + 1, levels.size(), p.users),
+                  fmt::format("{}/{} jobs, {} running, {:.1f} s", p.jobs_done, p.jobs_total, p.users_running,
+                              p.seconds));
       };
       Result<LevelResult> r = RunLevel(config, **ws, levels[li], progress);
-      fmt::print(stderr, "\r{:100}\r", "");
+      line.Done();
       if (!r.ok()) {
         fmt::print(stderr, "walfs-aim: {} users: {}\n", levels[li], r.status().message());
         return kExitFailed;  // the workspace is removed on the way out

@@ -20,6 +20,7 @@
 #include "bench/grant_head/workload.h"
 #include "journal/reservation.h"
 #include "tools/cli.h"
+#include "tools/progress.h"
 
 namespace walfs::bench {
 namespace {
@@ -96,6 +97,7 @@ int Run(const Options& o) {
 
   using Key = std::tuple<int, HeadLockKind, WakeMode>;
   std::map<Key, Summary> results;
+  cli::ProgressLine progress;  // '\r' only on a terminal (tools/progress.h)
   for (int rep = 0; rep < o.reps; ++rep) {
     for (int threads : o.threads) {
       for (HeadLockKind lock : locks) {
@@ -110,14 +112,14 @@ int Run(const Options& o) {
             return 1;
           }
           Accumulate(&results[{threads, lock, mode}], *r);
-          fmt::print(stderr, "\r  rep {}/{}: {:>2} threads {:<5} {:<6} {:>10.0f} tx/s   ", rep + 1,
-                     o.reps, threads, journal::HeadLockKindName(lock),
-                     journal::WakeModeName(mode), r->tx_per_s);
+          progress.Show(fmt::format("rep {}/{}: {:>2} threads {:<5} {:<6} {:>10.0f} tx/s", rep + 1, o.reps,
+                                    threads, journal::HeadLockKindName(lock), journal::WakeModeName(mode),
+                                    r->tx_per_s));
         }
       }
     }
   }
-  fmt::print(stderr, "\n");
+  progress.Done();
 
   Report report({"threads", "lock", "mode", "tx_per_s", "vs_inline", "reserve_p50_us",
                  "reserve_p99_us", "sleeps_per_tx", "wakes_per_tx", "dup_wakes_per_tx",

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "tools/progress.h"
+
 namespace walfs::bench {
 
 namespace {
@@ -13,7 +15,11 @@ namespace {
 Cell Count(const std::vector<double>& v) { return Cell(static_cast<std::int64_t>(Median(v))); }
 Cell Ratio(double x, double base) { return base > 0 ? Cell(x / base, 2) : Cell("-"); }
 
-void Progress(const std::string& what) { fmt::print(stderr, "\r  {:<72}", what); }
+// One progress line for the tables of a run (tools/progress.h).
+void Progress(const std::string& what) {
+  static cli::ProgressLine line;
+  line.Show(what);
+}
 
 }  // namespace
 

@@ -115,7 +115,7 @@ int Run(const BenchOptions& o) {
   for (const auto& [name, fn, title] : all) {
     if (!want(name)) continue;
     Result<Table> t = fn(o);
-    fmt::print(stderr, "\n");
+    if (isatty(STDERR_FILENO) == 1) fmt::print(stderr, "\n");  // below the progress line
     if (!t.ok()) return fmt::print(stderr, "trace_bench: {}: {}\n", name, t.status().ToString()), 1;
     t->report.Print(stdout, title);
     for (const std::string& n : t->notes) fmt::print("  note: {}\n", n);

@@ -73,6 +73,30 @@ TEST_F(Fsck, AFreshImageIsClean) {
   EXPECT_EQ(r.directories, 1u);
 }
 
+TEST_F(Fsck, ProgressGoesThroughTheSixPhasesInOrderAndEachStartsAtZero) {
+  std::vector<FsckProgress> seen;
+  FsckOptions o;
+  o.progress = [&seen](const FsckProgress& p) { seen.push_back(p); };
+  FsckReport r = Check(o);
+  EXPECT_TRUE(r.problems.empty()) << All(r);
+  ASSERT_FALSE(seen.empty());
+  int phase = 0;
+  for (const FsckProgress& p : seen) {
+    EXPECT_EQ(p.phases, 6);
+    EXPECT_GE(p.done, 0.0);
+    EXPECT_LE(p.done, 1.0);
+    EXPECT_FALSE(p.name.empty());
+    if (p.phase != phase) {
+      EXPECT_EQ(p.phase, phase + 1) << "phases in order, none skipped";
+      EXPECT_EQ(p.done, 0.0) << "phase " << p.phase << " starts at 0";
+      phase = p.phase;
+    }
+  }
+  EXPECT_EQ(phase, 6);
+  EXPECT_EQ(seen.back().done, 1.0);
+  EXPECT_EQ(seen.front().name, "log");
+}
+
 TEST_F(Fsck, NotAWalfsImageCannotBeChecked) {
   std::vector<std::byte> zero(sb_.block_size);
   Write(0, zero);

@@ -139,6 +139,16 @@ TEST_F(FsckWalfs, ZeroingALogThatCanBeReplayedReplaysItInstead) {
 
 // The exit codes fsck(8) gives meaning to, one case each: 0 clean, 1 all
 // repaired, 4 problems left, 8 the check could not run, 16 a usage error.
+TEST_F(FsckWalfs, ProgressInALogIsOneLinePerPhaseWithNoCarriageReturns) {
+  ToolRun r = Sh("{ " + Fsck("-C -n " + image_) + " 2>&1 >/dev/null; }");  // stderr, not a terminal
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find('\r'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out,
+            "  Phase 1/6: log\n  Phase 2/6: allocation groups and inodes\n  Phase 3/6: block ownership\n"
+            "  Phase 4/6: directory tree\n  Phase 5/6: unlinked lists\n  Phase 6/6: counters\n");
+  EXPECT_EQ(Sh(Fsck("-n " + image_) + " 2>&1 | grep -c Phase").out, "0\n") << "only with -C";
+}
+
 TEST_F(FsckWalfs, ExitCodesAreFsck8s) {
   EXPECT_EQ(Sh(Fsck("-n " + image_)).exit_code, 0);
   EXPECT_EQ(Sh(Fsck(image_)).exit_code, 0);
