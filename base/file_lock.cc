@@ -1,6 +1,7 @@
 #include "base/file_lock.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -60,27 +61,49 @@ pid_t FlockHolder(int fd) {
   return -1;
 }
 
-Status LockImage(int fd, const std::string& path) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(kDeadHolderWaitMs);
+Status LockImage(int fd, const std::string& path, const LockWait& wait) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  bool told = false;
   for (;;) {
     if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return Status::Ok();
     if (errno == EINTR) continue;
     if (errno != EWOULDBLOCK) return Status::FromErrno(errno, fmt::format("flock {}", path));
     const pid_t holder = FlockHolder(fd);
-    if (holder > 0 && (holder == ::getpid() || Alive(holder))) {
+    const bool alive = holder > 0 && (holder == ::getpid() || Alive(holder));
+    const bool closing = alive && holder != ::getpid() && Comm(holder) == kClosingComm;
+    const auto waited = Clock::now() - start;
+    if (alive && !closing && (holder == ::getpid() || waited >= std::chrono::milliseconds(wait.live_holder_ms))) {
       return Status::FromErrno(
           EBUSY, fmt::format("{} is in use by pid {} ({}), which holds its lock: is it mounted? "
                              "Unmount it first",
                              path, holder, Comm(holder)));
     }
-    if (std::chrono::steady_clock::now() >= deadline) {
+    const int limit_ms = closing ? wait.closing_holder_ms : alive ? wait.live_holder_ms : wait.dead_holder_ms;
+    if (Clock::now() >= start + std::chrono::milliseconds(limit_ms)) {
+      if (closing) {
+        return Status::FromErrno(
+            EBUSY, fmt::format("{} is still held by pid {}, the walfs daemon of a mount that is gone, "
+                               "after {} s: it is still writing its changes back; wait for it to exit "
+                               "(killing it is safe: the next mount replays its log)",
+                               path, holder, limit_ms / 1000));
+      }
       return Status::FromErrno(
-          EBUSY, fmt::format("{} is still locked {} ms after its holder{} exited", path,
-                             kDeadHolderWaitMs, holder > 0 ? fmt::format(" (pid {})", holder) : ""));
+          EBUSY, fmt::format("{} is still locked {} ms after its holder{} exited", path, limit_ms,
+                             holder > 0 ? fmt::format(" (pid {})", holder) : ""));
+    }
+    if (closing && !told && wait.notices != nullptr) {
+      fmt::print(wait.notices,
+                 "{}: waiting for pid {}, the walfs daemon of a mount that is gone, to finish writing "
+                 "its changes back (up to {} s)\n",
+                 path, holder, limit_ms / 1000);
+      std::fflush(wait.notices);
+      told = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
+
+void MarkImageClosing() { (void)::prctl(PR_SET_NAME, kClosingComm, 0, 0, 0); }
 
 }  // namespace walfs

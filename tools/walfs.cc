@@ -29,6 +29,7 @@
 
 #include <fmt/format.h>
 
+#include "base/file_lock.h"
 #include "base/messages.h"
 #include "fs/filesystem.h"
 #include "journal/wake_mode.h"
@@ -444,6 +445,10 @@ int main(int argc, char** argv) {
     rc = fuse_session_loop_mt(se, lc);
     fuse_loop_cfg_destroy(lc);
   }
+  // The session has ended (or is about to be unmounted): what is left is
+  // writing back.  fsck, mkfs or a new mount of the image wait for that
+  // instead of refusing (base/file_lock.h).
+  walfs::MarkImageClosing();
   server.control().InterruptReaders();
   server.StopPolling();  // it notifies through the session
   server.SetSession(nullptr);

@@ -3,9 +3,13 @@
 #include "base/file_lock.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -63,6 +67,89 @@ TEST_F(FileLockTest, HolderThatIsKilledFreesTheLock) {
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   EXPECT_TRUE(LockImage(fd, path_).ok());
+  close(fd);
+  close(ready[0]);
+  close(ready[1]);
+}
+
+// A child that takes the lock, names itself as a closing daemon does
+// (MarkImageClosing), and exits after `hold_ms` (never, if negative).
+pid_t ClosingHolder(const std::string& path, int hold_ms, int ready_fd) {
+  const pid_t child = fork();
+  if (child != 0) return child;
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0 || !LockImage(fd, path).ok()) _exit(1);
+  MarkImageClosing();
+  (void)!write(ready_fd, "x", 1);
+  if (hold_ms < 0) pause();
+  usleep(static_cast<useconds_t>(hold_ms) * 1000);
+  _exit(0);
+}
+
+TEST_F(FileLockTest, ADaemonWhoseMountIsGoneIsWaitedForAndSaidSo) {
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = ClosingHolder(path_, 300, ready[1]);
+  ASSERT_GE(child, 0);
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  char* said = nullptr;
+  size_t said_len = 0;
+  std::FILE* notices = open_memstream(&said, &said_len);
+  const int fd = OpenIt();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(LockImage(fd, path_, {.notices = notices}).ok()) << "the closing holder exits within the wait";
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(100));
+  std::fclose(notices);
+  const std::string text(said, said_len);
+  std::free(said);
+  EXPECT_NE(text.find("waiting for pid " + std::to_string(child)), std::string::npos) << text;
+  EXPECT_EQ(text.find('\n'), text.size() - 1) << "said once: " << text;
+  close(fd);
+  waitpid(child, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
+}
+
+TEST_F(FileLockTest, AClosingDaemonThatOutstaysTheWaitIsReportedNotWaitedForever) {
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = ClosingHolder(path_, -1, ready[1]);
+  ASSERT_GE(child, 0);
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  const int fd = OpenIt();
+  const Status s = LockImage(fd, path_, {.closing_holder_ms = 200, .live_holder_ms = 100, .notices = nullptr});
+  EXPECT_EQ(s.ToErrno(), EBUSY);
+  EXPECT_NE(s.message().find("still held by pid " + std::to_string(child)), std::string::npos) << s.message();
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  close(fd);
+  close(ready[0]);
+  close(ready[1]);
+}
+
+TEST_F(FileLockTest, ALiveHolderThatIsNotClosingIsRefusedAfterAShortGrace) {
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const int fd = OpenIt();
+    if (fd < 0 || !LockImage(fd, path_).ok()) _exit(1);
+    (void)!write(ready[1], "x", 1);
+    pause();
+    _exit(0);
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  const int fd = OpenIt();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(LockImage(fd, path_, {.live_holder_ms = 100, .notices = nullptr}).ToErrno(), EBUSY);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(100));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
   close(fd);
   close(ready[0]);
   close(ready[1]);

@@ -88,5 +88,20 @@ TEST_F(StaleMount, FsckAndMkfsRefuseAMountedImage) {
   EXPECT_EQ(ReadFile(Path("after")), "x");
 }
 
+// `umount m && fsck.walfs img`: umount returns before the daemon has written
+// everything back; fsck waits for it (base/file_lock.h) instead of saying
+// the image is in use.
+TEST_F(StaleMount, FsckRightAfterAnUnmountWaitsForTheDaemonInsteadOfRefusing) {
+  for (int i = 0; i < 1000; ++i) WriteFile(Path("f" + std::to_string(i)), "unsynced");
+  ToolRun um = RunTool("fusermount3 -u " + Root());
+  ASSERT_EQ(um.exit_code, 0) << um.out;
+  ToolRun fsck = RunTool(Bin("fsck.walfs") + " -n " + ImagePath());
+  EXPECT_EQ(fsck.out.find("is in use"), std::string::npos) << fsck.out;
+  EXPECT_EQ(fsck.exit_code, 0) << fsck.out;
+  EXPECT_EQ(WaitForDaemonExit(60), "");
+  ASSERT_NO_FATAL_FAILURE(MountAgain());
+  EXPECT_EQ(ReadFile(Path("f999")), "unsynced");
+}
+
 }  // namespace
 }  // namespace walfs::testing
