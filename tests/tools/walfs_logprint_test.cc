@@ -1,14 +1,18 @@
 // walfs-logprint end to end, on raw log files written by the test.
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <filesystem>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "fs/filesystem.h"
 #include "tests/journal/log_test_fixture.h"
 #include "tests/journal/log_test_util.h"
 #include "tests/tools/tool_run.h"
@@ -90,6 +94,51 @@ TEST(WalfsLogprint, DecodesCheckpointsAndBufferItemsOfARealLog) {
   EXPECT_NE(r.out.find("blkno 3  block 4096  3 chunks, 384 bytes"), std::string::npos) << r.out;
   ToolRun records = LogPrint(path);
   EXPECT_NE(records.out.find("UNMOUNT"), std::string::npos) << records.out;
+}
+
+// A real image, cleanly unmounted: its tail has passed every record but the
+// unmount record, which is all the default view shows; -a shows the rest,
+// each buffer item named by its block's kind and owner.
+TEST(WalfsLogprint, AllShowsTheCheckpointedRecordsOfARealImageWithEachBlockNamed) {
+  const std::string image = ::testing::TempDir() + "logprint_all.img";
+  std::filesystem::remove(image);
+  ToolRun made = walfs::testing::RunTool(std::string(WALFS_MKFS) + " -q " + image + " 64m");
+  ASSERT_EQ(made.exit_code, 0) << made.out;
+  std::uint64_t dir_ino = 0;
+  {
+    fs::MountOptions o;
+    o.image = image;
+    auto mounted = fs::Filesystem::Mount(o);
+    ASSERT_TRUE(mounted.ok()) << mounted.status().ToString();
+    auto dir = (*mounted)->Mkdir({}, (*mounted)->root(), "d", 0755);
+    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+    dir_ino = dir->st_ino;
+    for (int i = 0; i < 20; ++i)
+      ASSERT_TRUE((*mounted)->Mknod({}, dir_ino, "f" + std::to_string(i), S_IFREG | 0644, 0).ok());
+    ASSERT_TRUE((*mounted)->Unmount().ok());
+  }
+  ToolRun plain = LogPrint(image);
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  EXPECT_NE(plain.out.find("1 records,"), std::string::npos) << "only the unmount record: " << plain.out;
+  ToolRun all = LogPrint("-a " + image);
+  ASSERT_EQ(all.exit_code, 0) << all.out;
+  EXPECT_NE(all.out.find("[checkpointed: before the tail]"), std::string::npos) << all.out;
+  EXPECT_EQ(all.out.find("records in the log region: 0 "), std::string::npos) << all.out;
+  // The directory's inode is named where its chunk block was logged, and
+  // the AG metadata by its AG.
+  bool inode_named = false;
+  std::istringstream lines(all.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto at = line.find("  inodes ");
+    if (at == std::string::npos) continue;
+    std::string list = line.substr(at + 9);
+    list = "," + list.substr(0, list.find(' ')) + ",";
+    inode_named = inode_named || list.find("," + std::to_string(dir_ino) + ",") != std::string::npos;
+  }
+  EXPECT_TRUE(inode_named) << "inode " << dir_ino << " in no logged inode block:\n" << all.out;
+  EXPECT_NE(all.out.find("ag-header of AG 0 (AG 0)"), std::string::npos) << all.out;
+  EXPECT_EQ(LogPrint("-a -t " + image).exit_code, 2) << "-a and -t exclude each other";
+  std::filesystem::remove(image);
 }
 
 TEST(WalfsLogprint, ACorruptRecordIsReportedAndContinueSkipsIt) {
