@@ -1016,7 +1016,7 @@ std::string Filesystem::StatsText() const {
   const journal::LogStats ls = log_->Stats();
   out += fmt::format("log_head {}\nlog_durable {}\nlog_tail {}\nlog_shutdown {}\n", journal::LsnString(ls.head),
                      journal::LsnString(ls.durable), journal::LsnString(ls.tail), ls.shutdown ? 1 : 0);
-  out += fmt::format("log_bytes {}\ntail_space {}\nwake_mode {}\nlive_tickets {}\n", ls.space.log_bytes,
+  out += fmt::format("log_bytes {}\ntail_space_bytes {}\nwake_mode {}\nlive_tickets {}\n", ls.space.log_bytes,
                      ls.space.tail_space, journal::WakeModeName(ls.space.wake_mode), ls.space.live_tickets);
   for (const journal::GrantHeadStats* h : {&ls.space.reserve_head, &ls.space.write_head}) {
     out += fmt::format(

@@ -198,7 +198,7 @@ class Filesystem {
   Result<std::vector<std::string>> ListXattr(std::uint64_t ino);
   Status RemoveXattr(std::uint64_t ino, std::string_view name);
 
-  // The body of /.walfs/stats.
+  // The body of /.walfs/stats (each line: docs/stats.md).
   std::string StatsText() const;
   journal::Log* log() const { return log_.get(); }
   Status SetWakeMode(journal::WakeMode mode);

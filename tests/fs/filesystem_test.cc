@@ -1490,6 +1490,13 @@ std::uint64_t CoveredFlushes(Filesystem* fs) {
   return at == std::string::npos ? ~0ull : std::stoull(text.substr(at + key.size()));
 }
 
+// docs/stats.md: a value that is not a count says its unit in its name.
+TEST_F(FilesystemTest, StatsNameTheTailSpaceInBytes) {
+  const std::string text = fs_->StatsText();
+  EXPECT_NE(text.find("\ntail_space_bytes "), std::string::npos) << text;
+  EXPECT_EQ(text.find("\ntail_space "), std::string::npos) << text;
+}
+
 TEST_F(FilesystemTest, AnFsyncWithNothingNewDoesNotForceTheLog) {
   const std::uint64_t f = Create(root_, "f");
   Write(f, 0, Pattern(kBs, 1));
