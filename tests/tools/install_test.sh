@@ -54,7 +54,7 @@ done
 grep -q "usage or syntax error" <<<"$(groff -man -Tutf8 -P-cbou "$prefix/$mandir/man8/fsck.walfs.8" 2>/dev/null)" ||
   fail "fsck.walfs.8 does not give fsck(8)'s exit code 16"
 
-for c in walfs mkfs.walfs fsck.walfs walfs-trace; do
+for c in walfs mkfs.walfs fsck.walfs walfs-trace walfs-logprint walfs-aim; do
   file=$prefix/$compdir/$c
   if [[ ! -s $file ]]; then
     fail "bash completion $compdir/$c is not installed"
@@ -69,4 +69,4 @@ if ((failures > 0)); then
   echo "$failures problem(s) in the installed tree" >&2
   exit 1
 fi
-echo "install: 6 programs, 6 man pages, 4 bash completions: ok"
+echo "install: 6 programs, 6 man pages, 6 bash completions: ok"
