@@ -132,12 +132,20 @@ int ProcessArg(void* data, const char* arg, int key, fuse_args*) {
   return 1;
 }
 
-void Usage(const char* prog) {
+// In the layout help2man turns into the man page (dist/man/): "Usage:" and
+// "or:" lines, then options indented, each with its text in one column.
+void Usage() {
   fmt::print(
-      "usage: {0} IMAGE MOUNTPOINT [-f] [-d] [-o opt[,opt...]]\n"
-      "       {0} sync PATH...      make every change on PATH's walfs mount durable; sync(1)\n"
-      "                             cannot (sync(2) never reaches a FUSE daemon; see --help there)\n"
-      "walfs options:\n"
+      "Usage: walfs IMAGE MOUNTPOINT [-f] [-d] [-o opt[,opt...]]\n"
+      "  or:  walfs sync PATH...\n"
+      "Mounts the walfs image IMAGE on MOUNTPOINT.  walfs sync makes every change on PATH's walfs\n"
+      "mount durable, which sync(1) cannot (sync(2) never reaches a FUSE daemon; see walfs sync --help).\n"
+      "\n"
+      "Options:\n"
+      "  -f                      stay in the foreground (default: detach once mounted)\n"
+      "  -d                      print FUSE's debug log (stays in the foreground)\n"
+      "  -h, --help              print this help\n"
+      "  -V, --version           print the walfs, on-disk format and libfuse versions\n"
       "  -o ro                   read-only (recovery still runs)\n"
       "  -o norecovery           read-only; refuse an image whose log needs recovery\n"
       "  -o wake=inline|waking|wakeq   how grant-head waiters are woken (default wakeq)\n"
@@ -166,10 +174,9 @@ void Usage(const char* prog) {
       "  -o fault_injection      testing: fail the image's I/O on command (MOUNTPOINT/.walfs/fault)\n"
       "  -o trace_poll           poll(2) on .walfs/trace_pipe waits for events (costs every\n"
       "                          io_uring read and write a FUSE round trip; see the README)\n"
-      "  -o trace_wakeup=immediate|deferred, trace_delay_us=N, trace_recursion=safe|fast|context,\n"
-      "     trace_buffer_kb=N    tracer options (also in MOUNTPOINT/.walfs/options/)\n"
-      "FUSE options (-o allow_other, default_permissions, ...): see mount.fuse3(8).\n",
-      prog);
+      "  -o trace_wakeup=immediate|deferred, trace_delay_us=N, trace_recursion=safe|fast|context, trace_buffer_kb=N\n"
+      "                          tracer options (also in MOUNTPOINT/.walfs/options/)\n"
+      "FUSE options (-o allow_other, default_permissions, ...): see mount.fuse3(8).\n");
 }
 
 int Fail(const std::string& msg) {
@@ -242,7 +249,7 @@ int main(int argc, char** argv) {
   Config cfg;
   if (fuse_opt_parse(&args, &cfg, kOptions, ProcessArg) != 0) return Fail("bad options (see walfs --help)");
   if (cfg.help) {
-    Usage(argv[0]);
+    Usage();
     return 0;
   }
   if (cfg.remount)
@@ -251,7 +258,7 @@ int main(int argc, char** argv) {
         "read-only (or writable again), unmount it and mount it again with (or without) -o ro");
   if (fuse_parse_cmdline(&args, &cmd) != 0) return Fail("bad command line (see walfs --help)");
   if (cmd.show_help) {
-    Usage(argv[0]);
+    Usage();
     return 0;
   }
   if (cmd.show_version) {
@@ -259,7 +266,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cfg.image == nullptr || cmd.mountpoint == nullptr) {
-    Usage(argv[0]);
+    Usage();
     return 1;
   }
   if (cmd.max_threads == 0 || cmd.max_threads > 100'000)

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# `cmake --install` end to end (dist/): into a temporary prefix, then every
+# program, man page and bash completion must be where the install rules say,
+# every page must render, and every completion must parse and register.
+# Usage: install_test.sh BUILD_DIR HELP2MAN_FOUND BINDIR SBINDIR MANDIR COMPLETIONDIR
+# (the last four relative to the prefix).  Exit 77 (skip) without help2man.
+set -euo pipefail
+build=$1 help2man_found=$2 bindir=$3 sbindir=$4 mandir=$5 compdir=$6
+
+if [[ $help2man_found != 1 ]]; then
+  echo "SKIP: help2man was not found when CMake ran, so no man pages were made" \
+    "(apt-get install help2man, or scripts/setup.sh; then re-run cmake)"
+  exit 77
+fi
+command -v groff >/dev/null || { echo "SKIP: groff is not installed (apt-get install groff-base)"; exit 77; }
+
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix" > "$prefix.log" 2>&1 || {
+  cat "$prefix.log" >&2; rm -f "$prefix.log"; echo "FAIL: cmake --install failed" >&2; exit 1; }
+rm -f "$prefix.log"
+
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+for p in "$sbindir/mkfs.walfs" "$sbindir/fsck.walfs" "$bindir/walfs" "$bindir/walfs-logprint" \
+         "$bindir/walfs-trace" "$bindir/walfs-aim"; do
+  [[ -x $prefix/$p ]] || fail "program $p is not installed (or not executable)"
+done
+# The installed programs run from the prefix (no build-tree paths baked in).
+out=$("$prefix/$sbindir/fsck.walfs" --version 2>&1) || fail "installed fsck.walfs --version: $out"
+
+for page in man8/walfs.8 man8/mkfs.walfs.8 man8/fsck.walfs.8 man8/walfs-logprint.8 \
+            man1/walfs-trace.1 man1/walfs-aim.1; do
+  file=$prefix/$mandir/$page
+  name=$(basename "$page"); name=${name%.*}
+  if [[ ! -s $file ]]; then
+    fail "man page $mandir/$page is not installed"
+    continue
+  fi
+  # groff's -ww: warnings too (a help2man page gone wrong shows up as them).
+  if ! text=$(groff -man -Tutf8 -ww "$file" 2>&1 >/dev/null); then
+    fail "$page: groff failed: $text"
+  elif [[ -n $text ]]; then
+    fail "$page: groff warns: $text"
+  fi
+  rendered=$(groff -man -Tutf8 -P-cbou "$file" 2>/dev/null)  # plain text: no SGR, no overstrike
+  [[ -n $rendered ]] || fail "$page renders empty"
+  grep -q "^NAME" <<<"$rendered" || fail "$page has no NAME section"
+  grep -qF -- "$name" <<<"$rendered" || fail "$page does not name $name"
+  grep -q "^SYNOPSIS\|^DESCRIPTION" <<<"$rendered" || fail "$page has no SYNOPSIS or DESCRIPTION"
+  grep -q "^EXIT STATUS" <<<"$rendered" || fail "$page has no EXIT STATUS section"
+done
+grep -q "usage or syntax error" <<<"$(groff -man -Tutf8 -P-cbou "$prefix/$mandir/man8/fsck.walfs.8" 2>/dev/null)" ||
+  fail "fsck.walfs.8 does not give fsck(8)'s exit code 16"
+
+for c in walfs mkfs.walfs fsck.walfs walfs-trace walfs-logprint walfs-aim; do
+  file=$prefix/$compdir/$c
+  if [[ ! -s $file ]]; then
+    fail "bash completion $compdir/$c is not installed"
+    continue
+  fi
+  err=$(bash -n "$file" 2>&1) || fail "completion $c does not parse: $err"
+  bash -c 'source "$1" && complete -p "$2"' _ "$file" "$c" >/dev/null 2>&1 ||
+    fail "completion $c does not register a completion for $c"
+done
+
+if ((failures > 0)); then
+  echo "$failures problem(s) in the installed tree" >&2
+  exit 1
+fi
+echo "install: 6 programs, 6 man pages, 6 bash completions: ok"
