@@ -71,7 +71,7 @@ struct FsckOptions {
   bool zero_log = false;
   // Called at the start of each phase (done 0) and as it advances; never
   // after CheckImage returns.  Empty: no progress reported.
-  std::function<void(const FsckProgress&)> progress;
+  std::function<void(const FsckProgress&)> progress = nullptr;
 };
 
 struct FsckProblem {

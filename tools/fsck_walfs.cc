@@ -77,8 +77,8 @@ int Run(int argc, char** argv) {
   o.zero_log = zero_log;
   cli::ProgressLine line;  // '\r' only on a terminal; a line per phase elsewhere
   if (progress) {
-    o.progress = [&line](const fs::FsckProgress& p) {
-      line.Show(fmt::format("Phase {}/{}: {}", p.phase, p.phases, p.name), fmt::format("{:.0f}%", p.done * 100));
+    o.progress = [&line](const fs::FsckProgress& at) {
+      line.Show(fmt::format("Phase {}/{}: {}", at.phase, at.phases, at.name), fmt::format("{:.0f}%", at.done * 100));
     };
   }
   auto report = fs::CheckImage(dev->get(), o);
