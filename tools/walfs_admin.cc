@@ -86,10 +86,11 @@ int Run(int argc, char** argv) {
                                                fs::format::kLabelSize))
                         ->check(LabelFits());
   auto* set_uuid = app.add_option("-U,--uuid", uuid_text,
-                                  "set the UUID: a UUID, or 'generate' for a new random one "
-                                  "(the log must be clean)")
+                                  "set the UUID: a UUID, or 'generate' for a new random one")
                        ->check(UuidArgument());
   app.add_option("IMAGE", image, "image file or block device, not mounted")->required();
+  app.footer("Flags run in the order given.  -L and -U need the log clean (replayed); every flag\n"
+             "needs the image lock: not mounted, not in use by mkfs.walfs or fsck.walfs.");
   EmptyLabelForDashDash(argc, argv);
   if (auto code = cli::Parse(app, argc, argv)) return *code;
   if (!show_label->count() && !show_uuid->count() && !set_label->count() && !set_uuid->count())
