@@ -191,7 +191,7 @@ void LogBody(FsTransaction* tx, const BufRef& buf) {
 }
 
 format::BtreeNodeId NodeId(const Options& o, std::uint64_t blkno) {
-  return format::BtreeNodeId{.blkno = blkno, .owner = o.owner, .uuid = o.sb->uuid};
+  return format::BtreeNodeId{.blkno = blkno, .owner = o.owner, .uuid = o.sb->metadata_uuid()};
 }
 
 // A node leaves the tree: cancelled (never written back, and recovery

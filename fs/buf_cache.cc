@@ -162,7 +162,7 @@ Status BufCache::Verify(std::uint64_t blkno, BlockType type, std::span<const std
   const format::Superblock& sb = *options_.sb;
   // Tree nodes: the whole node (its owner and level are the tree's to check).
   if (type == BlockType::kDirectory || type == BlockType::kExtents || type == BlockType::kXattr)
-    return format::VerifyBtreeNode(block, blkno, sb.uuid);
+    return format::VerifyBtreeNode(block, blkno, sb.metadata_uuid());
   if (type != BlockType::kAgHeader && type != BlockType::kBitmap && type != BlockType::kImap)
     return Status::Ok();  // inode blocks: each inode is decoded (and checked) when used
   // The AG's own metadata: the full field checks, not only the header, so

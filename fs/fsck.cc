@@ -297,7 +297,7 @@ class Checker {
         Problem(fmt::format("inode {}: {} tree block {} unreadable", ino, what, t.block));
         return false;
       }
-      if (Status st = VerifyBtreeNode(b, t.block, sb.uuid); !st.ok()) {
+      if (Status st = VerifyBtreeNode(b, t.block, sb.metadata_uuid()); !st.ok()) {
         Problem(fmt::format("inode {}: {} tree: {}", ino, what, st.message()));
         return false;
       }

@@ -56,6 +56,14 @@ journal::LogOptions LogOptionsFor(BlockDevice* device, const format::Superblock&
   return lo;
 }
 
+format::Uuid NewUuid() {
+  uuid_t u;
+  uuid_generate(u);
+  format::Uuid out;
+  std::memcpy(out.data(), u, out.size());
+  return out;
+}
+
 std::uint64_t MinLogBytes(std::uint32_t block_size) {
   const journal::ReservationTable table(ReservationGeometryFor(block_size));
   // The log never grants one in-core buffer's worth (docs/log.md), and the
@@ -156,13 +164,7 @@ Result<Superblock> PlanFilesystem(std::uint64_t device_bytes, const MkfsOptions&
   // The root directory: the first inode of the first chunk of AG 0.
   const std::uint32_t root_chunk = AlignChunk(sb, format::AgFirstFree(sb));
   sb.root_ino = (sb.AgStart(0) + root_chunk) * sb.inodes_per_block();
-  if (o.uuid) {
-    sb.uuid = *o.uuid;
-  } else {
-    uuid_t u;
-    uuid_generate(u);
-    std::memcpy(sb.uuid.data(), u, 16);
-  }
+  sb.uuid = o.uuid ? *o.uuid : NewUuid();
   sb.label = o.label;
   sb.created_s = o.now_s ? o.now_s : static_cast<std::int64_t>(std::time(nullptr));
   sb.flags = format::kSuperClean;

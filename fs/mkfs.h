@@ -41,6 +41,9 @@ journal::LogOptions LogOptionsFor(BlockDevice* device, const format::Superblock&
 // grants, and room for the default in-core log buffers.
 std::uint64_t MinLogBytes(std::uint32_t block_size);
 
+// A new random UUID (libuuid's uuid_generate), for mkfs and walfs-admin -U.
+format::Uuid NewUuid();
+
 // Chooses the geometry for a device of `device_bytes`.  InvalidArgument with
 // a reason for a device too small, a log below the minimum or larger than
 // the device allows, a bad block size or AG count.

@@ -2,18 +2,15 @@
 
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "fs/format/ag_format.h"
+#include "journal/log.h"
+#include "journal/log_head.h"
 
 namespace walfs::fs {
 
 namespace {
-Status WriteSuper(BlockDevice* dev, const format::Superblock& sb) {
-  std::vector<std::byte> b(sb.block_size);
-  format::EncodeSuperblock(sb, b);
-  WALFS_RETURN_IF_ERROR(dev->Write(0, b.data(), b.size()));
-  return dev->Flush();
-}
-
 // The superblock's lazy counters, summed from the AG headers on disk.
 Status SumAgCounters(BlockDevice* device, format::Superblock* sb) {
   std::uint64_t free_blocks = 0, icount = 0, ifree = 0;
@@ -38,13 +35,36 @@ Status MarkMounted(BlockDevice* device, format::Superblock* sb, std::int64_t now
   // the flush: the flag is down before the first change.
   sb->flags &= ~format::kSuperClean;
   sb->mounted_s = now_s;
-  return WriteSuper(device, *sb);
+  return WriteSuperblock(device, *sb);
 }
 
 Status MarkUnmountedClean(BlockDevice* device, format::Superblock* sb) {
   WALFS_RETURN_IF_ERROR(SumAgCounters(device, sb));
   sb->flags |= format::kSuperClean;
-  return WriteSuper(device, *sb);
+  return WriteSuperblock(device, *sb);
+}
+
+Result<format::Superblock> ReadSuperblock(BlockDevice* device) {
+  if (device->size_bytes() < format::kSuperSize)
+    return Status::Corruption(fmt::format("not a walfs image: {} bytes, too small for a superblock",
+                                          device->size_bytes()));
+  std::vector<std::byte> b(format::kSuperSize);
+  WALFS_RETURN_IF_ERROR(device->Read(0, b.data(), b.size()));
+  return format::DecodeSuperblock(b, device->size_bytes());
+}
+
+Status WriteSuperblock(BlockDevice* device, const format::Superblock& sb) {
+  std::vector<std::byte> b(sb.block_size);
+  format::EncodeSuperblock(sb, b);
+  WALFS_RETURN_IF_ERROR(device->Write(0, b.data(), b.size()));
+  return device->Flush();
+}
+
+Result<bool> LogNeedsRecovery(BlockDevice* device, const format::Superblock& sb) {
+  const journal::LogRegion region{device, sb.log_offset(), sb.log_sectors()};
+  WALFS_ASSIGN_OR_RETURN(journal::LogPosition p,
+                         journal::FindLogPosition(region, journal::RecoveryWindowSectors(sb.log_sectors())));
+  return !p.empty && !p.clean;
 }
 
 }  // namespace walfs::fs

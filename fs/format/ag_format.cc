@@ -18,7 +18,7 @@ void InitBlock(std::uint32_t magic, std::uint64_t blkno, std::uint64_t owner, co
                std::span<std::byte> block) {
   WALFS_CHECK(block.size() == sb.block_size);
   std::memset(block.data(), 0, block.size());
-  EncodeBlockHeader(BlockHeader{magic, 0, blkno, owner, sb.uuid}, block);
+  EncodeBlockHeader(BlockHeader{magic, 0, blkno, owner, sb.metadata_uuid()}, block);
 }
 }  // namespace
 
@@ -51,7 +51,7 @@ AgHeader PeekAgHeader(std::span<const std::byte> block) {
 Result<AgHeader> DecodeAgHeader(std::span<const std::byte> block, const Superblock& sb,
                                 std::uint32_t agno) {
   const std::uint64_t blkno = sb.AgStart(agno);
-  WALFS_RETURN_IF_ERROR(VerifyBlock(block, kAgHeaderMagic, blkno, sb.uuid,
+  WALFS_RETURN_IF_ERROR(VerifyBlock(block, kAgHeaderMagic, blkno, sb.metadata_uuid(),
                                     fmt::format("AG {} header", agno)));
   const AgHeader h = PeekAgHeader(block);
   auto bad = [&](std::string_view why) {
@@ -78,7 +78,7 @@ void InitBitmapBlock(const Superblock& sb, std::uint32_t agno, std::uint32_t ind
 
 Status VerifyBitmapBlock(std::span<const std::byte> block, const Superblock& sb,
                          std::uint32_t agno, std::uint32_t index) {
-  return VerifyBlock(block, kAgBitmapMagic, sb.AgStart(agno) + AgBitmapStart() + index, sb.uuid,
+  return VerifyBlock(block, kAgBitmapMagic, sb.AgStart(agno) + AgBitmapStart() + index, sb.metadata_uuid(),
                      fmt::format("AG {} bitmap block {}", agno, index));
 }
 
@@ -121,7 +121,7 @@ void InitImapBlock(const Superblock& sb, std::uint32_t agno, std::uint32_t index
 Status VerifyImapBlock(std::span<const std::byte> block, const Superblock& sb, std::uint32_t agno,
                        std::uint32_t index) {
   WALFS_RETURN_IF_ERROR(VerifyBlock(block, kAgImapMagic, sb.AgStart(agno) + AgImapStart(sb) + index,
-                                    sb.uuid, fmt::format("AG {} inode map block {}", agno, index)));
+                                    sb.metadata_uuid(), fmt::format("AG {} inode map block {}", agno, index)));
   const std::uint32_t n = RecordsPerImapBlock(sb.block_size);
   for (std::uint32_t i = 0; i < n; ++i) {
     const ImapRecord r = GetImapRecord(block, i);

@@ -89,4 +89,32 @@ std::string UuidString(const Uuid& u) {
                      u[12], u[13], u[14], u[15]);
 }
 
+Result<Uuid> ParseUuid(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return Status::InvalidArgument(fmt::format(
+        "\"{}\" is not a UUID ({}); write it as 8-4-4-4-12 hex digits, "
+        "e.g. 01234567-89ab-cdef-0123-456789abcdef",
+        text, why));
+  };
+  if (text.size() != 36) return bad(fmt::format("{} characters, not 36", text.size()));
+  Uuid u{};
+  std::size_t byte = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (text[i] != '-') return bad(fmt::format("no '-' at character {}", i + 1));
+      ++i;
+      continue;
+    }
+    int nibbles[2];
+    for (int k = 0; k < 2; ++k, ++i) {
+      const char c = text[i];
+      if (c >= '0' && c <= '9') nibbles[k] = c - '0';
+      else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') nibbles[k] = (c | 0x20) - 'a' + 10;
+      else return bad(fmt::format("'{}' at character {} is not a hex digit", c, i + 1));
+    }
+    u[byte++] = static_cast<std::uint8_t>(nibbles[0] << 4 | nibbles[1]);
+  }
+  return u;
+}
+
 }  // namespace walfs::fs::format

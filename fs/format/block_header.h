@@ -50,5 +50,8 @@ Status VerifyBlock(std::span<const std::byte> block, std::uint32_t magic, std::u
 
 std::string MagicString(std::uint32_t magic);  // "AGHD"
 std::string UuidString(const Uuid& uuid);
+// The inverse of UuidString: 36 characters, 8-4-4-4-12 hex digits (either
+// case).  InvalidArgument saying what is wrong with anything else.
+Result<Uuid> ParseUuid(std::string_view text);
 
 }  // namespace walfs::fs::format

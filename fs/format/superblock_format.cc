@@ -22,6 +22,18 @@ std::uint32_t SuperCrc(const char* p) {
 }
 }  // namespace
 
+void Superblock::ChangeUuid(const Uuid& new_uuid) {
+  if (!(incompat & kIncompatMetaUuid)) {
+    meta_uuid = uuid;
+    incompat |= kIncompatMetaUuid;
+  }
+  uuid = new_uuid;
+  if (uuid == meta_uuid) {  // back to the UUID the blocks carry
+    incompat &= ~kIncompatMetaUuid;
+    meta_uuid = Uuid{};
+  }
+}
+
 std::uint32_t Superblock::AgLength(std::uint32_t agno) const {
   if (agno + 1 < ag_count) return ag_blocks;
   return static_cast<std::uint32_t>(total_blocks - AgStart(agno));
@@ -56,6 +68,7 @@ void EncodeSuperblock(const Superblock& sb, std::span<std::byte> out) {
   EncodeFixed64(p + 128, sb.icount);
   EncodeFixed64(p + 136, sb.ifree);
   std::memcpy(p + 144, sb.label.data(), std::min(sb.label.size(), kLabelSize));
+  if (sb.incompat & kIncompatMetaUuid) std::memcpy(p + 208, sb.meta_uuid.data(), 16);
   EncodeFixed32(p + 4, SuperCrc(p));
 }
 
@@ -104,6 +117,7 @@ Result<Superblock> DecodeSuperblock(std::span<const std::byte> in, std::uint64_t
   sb.icount = DecodeFixed64(p + 128);
   sb.ifree = DecodeFixed64(p + 136);
   sb.label.assign(p + 144, strnlen(p + 144, kLabelSize));
+  if (sb.incompat & kIncompatMetaUuid) std::memcpy(sb.meta_uuid.data(), p + 208, 16);
 
   auto bad = [](std::string_view why) {
     return Status::Corruption(fmt::format("superblock geometry: {}", why));
@@ -147,11 +161,13 @@ Result<Superblock> DecodeSuperblock(std::span<const std::byte> in, std::uint64_t
 
 std::string SuperblockString(const Superblock& sb) {
   return fmt::format(
-      "uuid {}  label \"{}\"\n"
+      "uuid {}{}  label \"{}\"\n"
       "blocks {} x {} bytes  ({} AGs of {} blocks)\n"
       "log {} blocks at block {}  inodes {} bytes, {} per chunk  root ino {}\n"
       "free blocks {}  inodes {} ({} free)  {}",
-      UuidString(sb.uuid), sb.label, sb.total_blocks, sb.block_size, sb.ag_count, sb.ag_blocks,
+      UuidString(sb.uuid),
+      (sb.incompat & kIncompatMetaUuid) ? " (metadata uuid " + UuidString(sb.meta_uuid) + ")" : "",
+      sb.label, sb.total_blocks, sb.block_size, sb.ag_count, sb.ag_blocks,
       sb.log_blocks, sb.log_start, sb.inode_size, sb.inodes_per_chunk, sb.root_ino,
       sb.free_blocks, sb.icount, sb.ifree, sb.clean() ? "clean" : "needs recovery");
 }

@@ -9,10 +9,19 @@
 //  80 log_blocks u32       84 inodes_per_chunk u32
 //  88 root_ino u64         96 bitmap_blocks u32 (per AG)  100 imap_blocks u32 (per AG)
 // 104 created_s i64       112 mounted_s i64   120 free_blocks u64 (lazy)
-// 128 icount u64          136 ifree u64 (lazy) 144 label[64]  208 reserved[304], zero
+// 128 icount u64          136 ifree u64 (lazy) 144 label[64]  208 meta_uuid[16]
+// 224 reserved[288], zero
 //
 // The counters are lazy (XFS lazy-count): exact after a clean unmount;
 // otherwise mount recomputes them from the AG headers.
+//
+// uuid is the filesystem's identity (blkid, fstab's UUID=, statfs's f_fsid);
+// every metadata block's header carries the UUID the filesystem was made
+// with.  walfs-admin -U changes the identity without rewriting those blocks,
+// as xfs_admin -U does on XFS v5: the UUID the blocks carry moves to
+// meta_uuid and the incompat bit kIncompatMetaUuid says to check blocks
+// against it (metadata_uuid()).  Setting the UUID back to meta_uuid clears
+// the bit.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +47,9 @@ inline constexpr std::uint32_t kMaxAgCount = 65536;
 // mount; an unknown ro_compat bit allows only a read-only mount.
 inline constexpr std::uint32_t kKnownCompat = 0;
 inline constexpr std::uint32_t kKnownRoCompat = 0;
-inline constexpr std::uint32_t kKnownIncompat = 0;
+// The metadata blocks carry meta_uuid, not uuid (walfs-admin -U).
+inline constexpr std::uint32_t kIncompatMetaUuid = 1u << 0;
+inline constexpr std::uint32_t kKnownIncompat = kIncompatMetaUuid;
 
 struct Superblock {
   std::uint32_t version = kFormatVersion;
@@ -62,8 +73,14 @@ struct Superblock {
   std::uint64_t icount = 0;
   std::uint64_t ifree = 0;
   std::string label;
+  Uuid meta_uuid{};  // meaningful only with kIncompatMetaUuid; zero on disk otherwise
 
   bool clean() const { return (flags & kSuperClean) != 0; }
+  // The UUID every metadata block header carries (and is checked against).
+  const Uuid& metadata_uuid() const { return (incompat & kIncompatMetaUuid) ? meta_uuid : uuid; }
+  // Gives the filesystem a new identity, leaving the blocks' UUID where
+  // metadata_uuid() finds it (above).
+  void ChangeUuid(const Uuid& new_uuid);
 
   // Derived geometry.
   std::uint64_t data_start() const { return log_start + log_blocks; }  // AG 0's first block

@@ -96,6 +96,44 @@ TEST(Superblock, ReasonsNameWhatIsWrong) {
   EXPECT_NE(r.status().message().find("truncated"), std::string_view::npos);
 }
 
+// walfs-admin -U: the identity changes, the blocks' UUID stays in meta_uuid
+// (incompat bit 0), and going back to it clears the bit.
+TEST(Superblock, AChangedUuidKeepsTheMetadataUuid) {
+  const Superblock sb = TestSb();
+  std::vector<std::byte> block(sb.block_size);
+  InitBitmapBlock(sb, 1, 0, block);
+  Superblock changed = sb;
+  changed.ChangeUuid(Uuid{9, 9, 9});
+  EXPECT_EQ(changed.uuid, (Uuid{9, 9, 9}));
+  EXPECT_EQ(changed.metadata_uuid(), sb.uuid);
+  auto d = DecodeSuperblock(EncodeSb(changed));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->incompat, kIncompatMetaUuid);
+  EXPECT_EQ(d->uuid, (Uuid{9, 9, 9}));
+  EXPECT_EQ(d->meta_uuid, sb.uuid);
+  EXPECT_TRUE(VerifyBitmapBlock(block, *d, 1, 0).ok()) << "blocks made before the change verify";
+  d->ChangeUuid(Uuid{7});
+  EXPECT_EQ(d->metadata_uuid(), sb.uuid) << "a second change keeps the first UUID for the blocks";
+  d->ChangeUuid(sb.uuid);
+  EXPECT_EQ(d->incompat, 0u);
+  EXPECT_EQ(d->meta_uuid, Uuid{});
+  EXPECT_TRUE(EncodeSb(*d) == EncodeSb(sb)) << "back to the original superblock, byte for byte";
+}
+
+TEST(Uuid, ParsesWhatUuidStringPrintsAndNamesWhatIsWrong) {
+  const Uuid u{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10};
+  auto p = ParseUuid(UuidString(u));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(*p, u);
+  EXPECT_EQ(*ParseUuid("01234567-89AB-CDEF-FEDC-BA9876543210"), u);
+  for (const char* bad : {"", "0123", "01234567-89ab-cdef-fedc-ba98765432100", "0123456789ab-cdef-fedc-ba9876543210",
+                          "01234567-89ab-cdef-fedc-ba987654321x"}) {
+    auto r = ParseUuid(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("is not a UUID"), std::string_view::npos) << r.status().message();
+  }
+}
+
 TEST(BlockHeader, SealedBlocksVerifyAndDamageIsNamed) {
   const Superblock sb = TestSb();
   std::vector<std::byte> b(sb.block_size);

@@ -185,7 +185,7 @@ void Catalogue(BaseImage* base, MemoryDevice* dev) {
                                                      {base->extent_file_ino, BlockKind::kExtentNode},
                                                      {base->xattr_file_ino, BlockKind::kXattrNode}};
   for (std::uint64_t blkno = sb.data_start(); blkno < sb.total_blocks; ++blkno) {
-    if (!IsNode(block_at(blkno), blkno, sb.uuid)) continue;
+    if (!IsNode(block_at(blkno), blkno, sb.metadata_uuid())) continue;
     const auto it = owners.find(fs::format::DecodeBlockHeader(block_at(blkno)).owner);
     if (it != owners.end()) add(it->second, blkno);
   }

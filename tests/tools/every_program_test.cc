@@ -28,6 +28,7 @@ struct Program {
 const std::vector<Program>& Programs() {
   static const std::vector<Program> all{
       {"mkfs.walfs", 2, true},       {"fsck.walfs", 16, true},      {"walfs", 2, false},
+      {"walfs-admin", 2, true},
       {"walfs-logprint", 2, true},   {"walfs-trace", 2, true},      {"walfs-aim", 2, true},
       {"walfs-killtest", 2, true},   {"walfs-crashtest", 2, true},
       {"log_bench", 2, true},        {"grant_head_bench", 2, true}, {"trace_bench", 2, true},
@@ -91,6 +92,8 @@ TEST(EveryProgram, BadValuesAreUsageErrorsNamingTheOption) {
       {"walfs-killtest --rounds 0", "--rounds", 2},
       {"mkfs.walfs -a 0 img 64m", "--agcount", 2},
       {"fsck.walfs -n -y img", "--no-change excludes --yes", 16},
+      {"walfs-admin -U nope img", "is not a UUID", 2},
+      {"walfs-admin img", "nothing to do", 2},
   };
   for (const Case& c : cases) {
     ToolRun r = RunTool("{ " + Bin(c.command) + " 2>&1 >/dev/null; }");
