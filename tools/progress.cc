@@ -23,7 +23,7 @@ void ProgressLine::Show(std::string_view step, std::string_view detail) {
   // Pad over what the previous, longer line left.
   fmt::print(out_, "\r{:<{}}", line, std::max(line.size(), drawn_width_));
   std::fflush(out_);
-  drawn_width_ = line.size();
+  drawn_width_ = std::max(line.size(), drawn_width_);  // what is on the screen: padding included
 }
 
 void ProgressLine::Done() {

@@ -36,7 +36,7 @@ class ProgressLine {
   std::FILE* out_;
   bool terminal_;
   std::string last_step_;       // not a terminal: the step printed last
-  std::size_t drawn_width_ = 0;  // a terminal: the width of the line drawn
+  std::size_t drawn_width_ = 0;  // a terminal: the widest line drawn (what Done() clears)
 };
 
 }  // namespace walfs::cli
