@@ -32,6 +32,28 @@ class FileLockTest : public ::testing::Test {
   }
   void TearDown() override { unlink(path_.c_str()); }
   int OpenIt() const { return open(path_.c_str(), O_RDWR | O_CLOEXEC); }
+  // A child that takes the lock and, once it holds it, returns here; with
+  // `closing` it names itself as a daemon whose mount is gone does
+  // (MarkImageClosing).  It exits after `hold_ms`, or never if negative.
+  pid_t StartHolder(bool closing = false, int hold_ms = -1) const {
+    int ready[2];
+    if (pipe(ready) != 0) return -1;
+    const pid_t child = fork();
+    if (child == 0) {
+      const int fd = OpenIt();
+      if (fd < 0 || !LockImage(fd, path_).ok()) _exit(1);
+      if (closing) MarkImageClosing();
+      (void)!write(ready[1], "x", 1);
+      if (hold_ms < 0) pause();
+      usleep(static_cast<useconds_t>(hold_ms) * 1000);
+      _exit(0);
+    }
+    char c;
+    const bool held = child > 0 && read(ready[0], &c, 1) == 1;
+    close(ready[0]);
+    close(ready[1]);
+    return held ? child : -1;
+  }
   std::string path_;
 };
 
@@ -49,50 +71,19 @@ TEST_F(FileLockTest, SecondHolderIsRefusedWithEbusyNamingTheFirst) {
 }
 
 TEST_F(FileLockTest, HolderThatIsKilledFreesTheLock) {
-  int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    const int fd = OpenIt();
-    if (fd < 0 || !LockImage(fd, path_).ok()) _exit(1);
-    (void)!write(ready[1], "x", 1);
-    pause();
-    _exit(0);
-  }
-  char c;
-  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  const pid_t child = StartHolder();
+  ASSERT_GT(child, 0);
   const int fd = OpenIt();
   EXPECT_EQ(LockImage(fd, path_).ToErrno(), EBUSY);
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   EXPECT_TRUE(LockImage(fd, path_).ok());
   close(fd);
-  close(ready[0]);
-  close(ready[1]);
-}
-
-// A child that takes the lock, names itself as a closing daemon does
-// (MarkImageClosing), and exits after `hold_ms` (never, if negative).
-pid_t ClosingHolder(const std::string& path, int hold_ms, int ready_fd) {
-  const pid_t child = fork();
-  if (child != 0) return child;
-  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0 || !LockImage(fd, path).ok()) _exit(1);
-  MarkImageClosing();
-  (void)!write(ready_fd, "x", 1);
-  if (hold_ms < 0) pause();
-  usleep(static_cast<useconds_t>(hold_ms) * 1000);
-  _exit(0);
 }
 
 TEST_F(FileLockTest, ADaemonWhoseMountIsGoneIsWaitedForAndSaidSo) {
-  int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
-  const pid_t child = ClosingHolder(path_, 300, ready[1]);
-  ASSERT_GE(child, 0);
-  char c;
-  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  const pid_t child = StartHolder(/*closing=*/true, /*hold_ms=*/300);
+  ASSERT_GT(child, 0);
   char* said = nullptr;
   size_t said_len = 0;
   std::FILE* notices = open_memstream(&said, &said_len);
@@ -107,17 +98,11 @@ TEST_F(FileLockTest, ADaemonWhoseMountIsGoneIsWaitedForAndSaidSo) {
   EXPECT_EQ(text.find('\n'), text.size() - 1) << "said once: " << text;
   close(fd);
   waitpid(child, nullptr, 0);
-  close(ready[0]);
-  close(ready[1]);
 }
 
 TEST_F(FileLockTest, AClosingDaemonThatOutstaysTheWaitIsReportedNotWaitedForever) {
-  int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
-  const pid_t child = ClosingHolder(path_, -1, ready[1]);
-  ASSERT_GE(child, 0);
-  char c;
-  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  const pid_t child = StartHolder(/*closing=*/true);
+  ASSERT_GT(child, 0);
   const int fd = OpenIt();
   const Status s = LockImage(fd, path_, {.closing_holder_ms = 200, .live_holder_ms = 100, .notices = nullptr});
   EXPECT_EQ(s.ToErrno(), EBUSY);
@@ -125,24 +110,11 @@ TEST_F(FileLockTest, AClosingDaemonThatOutstaysTheWaitIsReportedNotWaitedForever
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   close(fd);
-  close(ready[0]);
-  close(ready[1]);
 }
 
 TEST_F(FileLockTest, ALiveHolderThatIsNotClosingIsRefusedAfterAShortGrace) {
-  int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    const int fd = OpenIt();
-    if (fd < 0 || !LockImage(fd, path_).ok()) _exit(1);
-    (void)!write(ready[1], "x", 1);
-    pause();
-    _exit(0);
-  }
-  char c;
-  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  const pid_t child = StartHolder();
+  ASSERT_GT(child, 0);
   const int fd = OpenIt();
   const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(LockImage(fd, path_, {.live_holder_ms = 100, .notices = nullptr}).ToErrno(), EBUSY);
@@ -151,8 +123,6 @@ TEST_F(FileLockTest, ALiveHolderThatIsNotClosingIsRefusedAfterAShortGrace) {
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   close(fd);
-  close(ready[0]);
-  close(ready[1]);
 }
 
 TEST_F(FileLockTest, FileDeviceTakesTheLockOnlyWhenAskedTo) {
