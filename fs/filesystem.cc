@@ -227,12 +227,23 @@ Status Filesystem::Start() {
   lo.iclog_bytes = options_.logbsize;
   lo.push_interval_ns = std::int64_t{options_.commit_interval_s} * 1'000'000'000;
   lo.lazy_push_ns = std::int64_t{options_.lazy_commit_ms} * 1'000'000;
-  lo.recover = !options_.norecovery;
-  WALFS_ASSIGN_OR_RETURN(log_, journal::Log::Open(lo));
+  lo.ignore = options_.norecovery;
+  Result<std::unique_ptr<journal::Log>> opened = journal::Log::Open(lo);
+  if (!opened.ok() && opened.status().IsCorruption()) {
+    // Say what can still be done with an image whose log cannot be replayed.
+    return Status::Corruption(fmt::format(
+        "{}; the log is damaged: mount with -o norecovery to read the image as it was last written "
+        "back (read-only, the log ignored), or run fsck.walfs -L to zero the log (what it holds is lost)",
+        opened.status().message()));
+  }
+  WALFS_ASSIGN_OR_RETURN(log_, std::move(opened));
   const journal::RecoverReport& r = log_->recovery();
-  recovery_summary_ = !r.replayed ? "clean log"
-                                   : fmt::format("log recovered: {} transactions, {} buffers replayed",
-                                                 r.transactions, r.buffers_replayed);
+  if (!r.ignored.empty())
+    recovery_summary_ = fmt::format("log not replayed (norecovery): it holds {}, which the image does not show", r.ignored);
+  else
+    recovery_summary_ = !r.replayed ? "clean log"
+                                    : fmt::format("log recovered: {} transactions, {} buffers replayed",
+                                                  r.transactions, r.buffers_replayed);
   if (!options_.read_only) WALFS_RETURN_IF_ERROR(MarkMounted(device_, &sb_, Now().sec));
   cache_ = std::make_unique<BufCache>(BufCache::Options{device_, log_.get(), &sb_, options_.buffer_cache});
   alloc_ = std::make_unique<Allocator>(cache_.get(), log_.get(), &sb_);
@@ -246,7 +257,8 @@ Status Filesystem::Start() {
     return Status::Corruption(fmt::format("root inode {} is not a directory", sb_.root_ino));
   root->pinned = true;
   if (!options_.read_only) WALFS_RETURN_IF_ERROR(ProcessUnlinkedLists());
-  Message(Severity::kInfo, "{}: mounted{}; {}", options_.image.empty() ? device_->Describe() : options_.image,
+  Message(log_->recovery().ignored.empty() ? Severity::kInfo : Severity::kWarning, "{}: mounted{}; {}",
+          options_.image.empty() ? device_->Describe() : options_.image,
           options_.read_only ? " read-only" : "", recovery_summary_);
   return Status::Ok();
 }

@@ -43,7 +43,7 @@ namespace walfs::fs {
 struct MountOptions {
   std::string image;
   bool read_only = false;
-  bool norecovery = false;  // implies read_only; a log that needs recovery is refused
+  bool norecovery = false;  // implies read_only; the log is not replayed, whatever it holds (even damage)
   journal::WakeMode wake_mode = journal::WakeMode::kWakeQueue;
   std::uint32_t logbufs = 8;
   std::uint32_t logbsize = 32 * 1024;

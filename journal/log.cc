@@ -31,17 +31,34 @@ Result<std::unique_ptr<Log>> Log::Open(const LogOptions& options) {
   ro.log = log->region_;
   ro.metadata = log->metadata_;
   ro.max_inflight_sectors = log->max_inflight_sectors_;
-  ro.dry_run = !options.recover;
+  ro.dry_run = !options.recover || options.ignore;
   ro.seal = options.seal;
   ro.stamp_valid = options.stamp_valid;
-  WALFS_ASSIGN_OR_RETURN(log->recovery_, RecoverLog(ro));
+  if (options.ignore) {
+    // Read only to say what is being ignored; a log that cannot be read is
+    // ignored too (nothing will be written from its head).
+    Result<RecoverReport> looked = RecoverLog(ro);
+    if (looked.ok()) {
+      log->recovery_ = *looked;
+      log->recovery_.replayed = false;
+      const LogPosition& p = looked->position;
+      if (!p.clean && !p.empty && looked->transactions > 0)
+        log->recovery_.ignored = fmt::format("{} committed transactions from {} to {}",
+                                             looked->transactions, LsnString(p.tail), LsnString(p.head));
+    } else {
+      log->recovery_.ignored = fmt::format("a log that cannot be read ({})", looked.status().message());
+    }
+  } else {
+    WALFS_ASSIGN_OR_RETURN(log->recovery_, RecoverLog(ro));
+  }
   const LogPosition& p = log->recovery_.position;
-  if (!options.recover && !p.clean && !p.empty && log->recovery_.transactions > 0)
+  if (!options.ignore && !options.recover && !p.clean && !p.empty && log->recovery_.transactions > 0)
     return Status::InvalidArgument(fmt::format(
         "the log needs recovery ({} committed transactions from {} to {}) and recovery is off",
         log->recovery_.transactions, LsnString(p.tail), LsnString(p.head)));
-  // Whatever `recover` says, the log will be written from its head on.
-  WALFS_RETURN_IF_ERROR(log->ClearStaleBlocks(p));
+  // Whatever `recover` says, the log will be written from its head on --
+  // unless it is ignored, and then it is never written.
+  if (!options.ignore) WALFS_RETURN_IF_ERROR(log->ClearStaleBlocks(p));
 
   // A sliver of the log is never granted, so the head never catches the
   // tail exactly (a completely full log has no cycle drop to find).

@@ -65,6 +65,11 @@ struct LogOptions {
   // false: refuse to open a log that needs recovery (FailedPrecondition-like
   // InvalidArgument naming the reason) instead of replaying it.
   bool recover = true;
+  // The mount's norecovery: the log is neither replayed nor written, and
+  // whatever it holds -- committed transactions, even damage -- is left as
+  // it is and said in recovery().ignored.  Only for a user that commits
+  // nothing (a read-only mount); `recover` does not matter then.
+  bool ignore = false;
 };
 
 struct LogStats {

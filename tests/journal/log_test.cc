@@ -566,6 +566,58 @@ TEST(Log, RefusesADirtyLogWhenRecoveryIsOff) {
       << log.status().ToString();
 }
 
+TEST(Log, IgnoreLeavesADirtyLogUnreplayedAndUnwrittenAndSaysWhatItHolds) {
+  MemoryDevice dev(ImageBytes(kSectors));
+  {
+    testing::TestJournal log(OpenLog(&dev), 1);
+    ASSERT_NE(log.get(), nullptr);
+    ASSERT_TRUE(Change(log.get(), log[0], 9).ok());
+    ASSERT_TRUE(log->Force().ok());
+    log->ail().Stop();  // keep the change in the log only
+  }
+  std::string before(ImageBytes(kSectors), '\0');
+  ASSERT_TRUE(dev.Read(0, before.data(), before.size()).ok());
+  LogOptions o = TestLogOptions(&dev, kSectors);
+  o.ignore = true;
+  auto log = Log::Open(o);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_FALSE((*log)->recovery().replayed);
+  EXPECT_NE((*log)->recovery().ignored.find("1 committed transactions"), std::string::npos)
+      << (*log)->recovery().ignored;
+  (*log)->Halt();
+  log->reset();
+  std::string after(before.size(), '\0');
+  ASSERT_TRUE(dev.Read(0, after.data(), after.size()).ok());
+  EXPECT_TRUE(before == after) << "an ignored log and the blocks it logged are left as they were";
+}
+
+TEST(Log, IgnoreOpensALogThatCannotBeReadAndSaysWhy) {
+  MemoryDevice dev(ImageBytes(kSectors));
+  {
+    testing::TestJournal log(OpenLog(&dev), 1);
+    ASSERT_NE(log.get(), nullptr);
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(Change(log.get(), log[0], 9 + i).ok());
+      ASSERT_TRUE(log->Force().ok());
+    }
+    log->ail().Stop();
+  }
+  // A flipped byte in the first record (not the head's: that one would be
+  // a torn write, trimmed).
+  std::byte b;
+  const std::uint64_t at = testing::kLogOffset + kLogSectorSize + 8;
+  ASSERT_TRUE(dev.Read(at, &b, 1).ok());
+  b ^= std::byte{0x40};
+  ASSERT_TRUE(dev.Write(at, &b, 1).ok());
+  ASSERT_FALSE(Log::Open(TestLogOptions(&dev, kSectors)).ok()) << "recovery refuses it";
+  LogOptions o = TestLogOptions(&dev, kSectors);
+  o.ignore = true;
+  auto log = Log::Open(o);
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_NE((*log)->recovery().ignored.find("cannot be read"), std::string::npos) << (*log)->recovery().ignored;
+  (*log)->Halt();
+}
+
 TEST(Log, RejectsBadGeometry) {
   MemoryDevice dev(ImageBytes(kSectors));
   LogOptions o = TestLogOptions(&dev, kSectors);

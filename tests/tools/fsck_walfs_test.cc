@@ -312,7 +312,24 @@ TEST_F(FsckWalfs, ZeroingADamagedLogSaysWhatIsLostAndLaterCrashesStillRecover) {
   ToolRun n = Sh(Fsck("-n " + image_));
   EXPECT_EQ(n.exit_code, 4) << n.out;
   EXPECT_NE(n.out.find(": log: "), std::string::npos) << n.out;
-  EXPECT_EQ(MountSays().find("mounted"), std::string::npos) << "the damaged log was not refused";
+  const std::string refused = MountSays();
+  EXPECT_EQ(refused.find("mounted"), std::string::npos) << "the damaged log was not refused";
+  EXPECT_NE(refused.find("-o norecovery"), std::string::npos) << "the way out is named: " << refused;
+  EXPECT_NE(refused.find("fsck.walfs -L"), std::string::npos) << "the way out is named: " << refused;
+  {
+    // norecovery mounts it whatever the log holds, read-only, as it was
+    // last written back: the first mount's files are there, the log is
+    // left as it was (fsck -n still finds it damaged).
+    fs::MountOptions o;
+    o.image = image_;
+    o.norecovery = true;
+    auto fs = fs::Filesystem::Mount(o);
+    ASSERT_TRUE(fs.ok()) << fs.status().ToString();
+    EXPECT_NE((*fs)->Describe().find("log not replayed (norecovery)"), std::string::npos) << (*fs)->Describe();
+    EXPECT_TRUE((*fs)->Lookup((*fs)->root(), "early99").ok());
+    ASSERT_TRUE((*fs)->Unmount().ok());
+    EXPECT_EQ(Sh(Fsck("-n " + image_)).exit_code, 4) << "the norecovery mount changed the log";
+  }
   ToolRun zero = Sh(Fsck("-L " + image_));
   EXPECT_TRUE(zero.exit_code == 1 || zero.exit_code == 4) << zero.out;
   EXPECT_NE(zero.out.find("log zeroed (-L): "), std::string::npos) << zero.out;
