@@ -239,7 +239,7 @@ Status Filesystem::Start() {
   WALFS_ASSIGN_OR_RETURN(log_, std::move(opened));
   const journal::RecoverReport& r = log_->recovery();
   if (!r.ignored.empty())
-    recovery_summary_ = fmt::format("log not replayed (norecovery): it holds {}, which the image does not show", r.ignored);
+    recovery_summary_ = fmt::format("log not replayed (norecovery): {}; the image is as last written back", r.ignored);
   else
     recovery_summary_ = !r.replayed ? "clean log"
                                     : fmt::format("log recovered: {} transactions, {} buffers replayed",

@@ -43,10 +43,10 @@ Result<std::unique_ptr<Log>> Log::Open(const LogOptions& options) {
       log->recovery_.replayed = false;
       const LogPosition& p = looked->position;
       if (!p.clean && !p.empty && looked->transactions > 0)
-        log->recovery_.ignored = fmt::format("{} committed transactions from {} to {}",
+        log->recovery_.ignored = fmt::format("it holds {} committed transactions from {} to {}",
                                              looked->transactions, LsnString(p.tail), LsnString(p.head));
     } else {
-      log->recovery_.ignored = fmt::format("a log that cannot be read ({})", looked.status().message());
+      log->recovery_.ignored = fmt::format("it cannot be read ({})", looked.status().message());
     }
   } else {
     WALFS_ASSIGN_OR_RETURN(log->recovery_, RecoverLog(ro));

@@ -73,8 +73,8 @@ struct RecoverReport {
   std::uint64_t buffers_cancelled = 0;      // superseded by a later cancel record
   std::uint64_t cancel_records = 0;
   std::uint64_t blocks_written = 0;  // distinct blocks changed (written unless dry_run)
-  // LogOptions::ignore: what the log held that was not replayed ("3
-  // committed transactions", or why it could not be read); empty if nothing.
+  // LogOptions::ignore: what the log held that was not replayed ("it holds
+  // 3 committed transactions ...", "it cannot be read (...)"); empty if nothing.
   std::string ignored;
 };
 

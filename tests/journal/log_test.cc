@@ -13,6 +13,7 @@
 #include "base/block_device_fault.h"
 #include "base/block_device_memory.h"
 #include "journal/log_head.h"
+#include "journal/log_reader.h"
 #include "journal/transaction.h"
 #include "tests/journal/holding_device.h"
 #include "tests/journal/log_test_fixture.h"
@@ -602,10 +603,17 @@ TEST(Log, IgnoreOpensALogThatCannotBeReadAndSaysWhy) {
     }
     log->ail().Stop();
   }
-  // A flipped byte in the first record (not the head's: that one would be
-  // a torn write, trimmed).
+  // A flipped payload byte in the oldest record (not the head's: that one
+  // would be a torn write, trimmed).
+  const LogRegion region{&dev, testing::kLogOffset, kSectors};
+  auto pos = FindLogPosition(region);
+  ASSERT_TRUE(pos.ok());
+  ASSERT_NE(pos->tail, pos->last_record) << "more than one record";
+  auto rec = ReadRecordAt(region, SectorOf(pos->tail), CycleOf(pos->tail));
+  ASSERT_TRUE(rec.ok());
   std::byte b;
-  const std::uint64_t at = testing::kLogOffset + kLogSectorSize + 8;
+  const std::uint64_t at = testing::kLogOffset + std::uint64_t{SectorOf(pos->tail)} * kLogSectorSize +
+                           (rec->sectors > 1 ? kLogSectorSize + 8 : kRecordHeaderFixedSize + 4);
   ASSERT_TRUE(dev.Read(at, &b, 1).ok());
   b ^= std::byte{0x40};
   ASSERT_TRUE(dev.Write(at, &b, 1).ok());
