@@ -35,7 +35,7 @@ struct LogWriter::Iclog {
   Lsn prev_lsn = kNullLsn;
   std::uint32_t num_ops = 0;
   std::uint32_t record_flags = 0;
-  bool has_commit = false;  // holds a commit record someone waits for: preflush
+  bool has_commit = false;  // holds a commit record: preflush
   bool fua = false;         // holds an op of a Write that was not lazy
   int refs = 0;           // writers copying into it, forcers switching it
   std::vector<std::pair<LogDoneCallback, WriteResult>> callbacks;
@@ -306,7 +306,11 @@ Result<WriteResult> LogWriter::WriteLocked(std::span<const LogOp> ops, std::int6
     return s;
   }
   res.end_lsn = ic->lsn;
-  if (commit && !lazy) ic->has_commit = true;
+  // Lazy or not, a commit record gets a preflush: what the transaction
+  // exposes (file data written into blocks it maps as written) completed
+  // before the commit and must be stable before the record can be.  A lazy
+  // record is still written without FUA.
+  if (commit) ic->has_commit = true;
   if (done) ic->callbacks.emplace_back(std::move(done), res);
   ReturnFundLocked();
   // A force may have switched the iclog out while we copied into it.

@@ -24,10 +24,13 @@
 //
 // Durability: a record is written FUA unless every op in it came from a
 // lazy Write (a checkpoint nobody has forced yet: see Cil's lazy push); a
-// record that holds a forced commit record, or whose tail LSN moved since
-// the last record, is written with a preflush too (both halves of a record
-// that wraps), so that the metadata writeback the tail move relies on and the
-// records before it are stable first.  A lazy record is a plain write: it
+// record that holds a commit record, lazy or forced, or whose tail LSN moved
+// since the last record, is written with a preflush too (both halves of a
+// record that wraps), so that the file data a commit exposes, the metadata
+// writeback the tail move relies on and the records before it are stable
+// first (a lazy commit without it could reach the disk before the data its
+// transaction maps as written: stale data after a power cut).  A lazy
+// record is otherwise a plain write: it
 // reaches the device (for an image file, the host's page cache, which
 // outlives the daemon) but not stable storage.  So the writer keeps two
 // heads: `written` (every record up to it completed, in LSN order) and
@@ -151,9 +154,9 @@ class LogWriter {
 
   // Copies ops into iclogs in order, splitting bodies across records.  `fund`
   // bytes of grant space are handed over to pay for them (see above).  `commit`: the
-  // last op commits a transaction (its record gets a preflush, unless lazy).
+  // last op commits a transaction (its record gets a preflush, lazy or not).
   // `lazy`: nobody waits for these ops to be durable yet; a record holding
-  // only lazy ops is written without FUA or flush.  `done` runs as described
+  // only lazy ops is written without FUA.  `done` runs as described
   // above.  Writes are serialized.  Fails once the log is shut down (no op is
   // copied then).
   Result<WriteResult> Write(std::span<const LogOp> ops, std::int64_t fund, bool commit,
