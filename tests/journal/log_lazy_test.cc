@@ -253,7 +253,11 @@ TEST(LogLazyPush, UnflushedRecordsNeverSpanMoreThanTheRecoveryWindow) {
   }
   const LogStats s = log->Stats();
   EXPECT_GT(s.cil.lazy_pushes, 20u);
-  EXPECT_GT(s.writer.span_preflushes, 0u) << "1500 lazy records and never a preflush";
+  // Each lazy commit record carries a preflush (the data it exposes is
+  // stable first), which covers the lazy records before it; the span
+  // preflush is left for records that hold no commit (a checkpoint larger
+  // than an in-core buffer).
+  EXPECT_GT(s.writer.preflushes, 20u) << "1500 lazy records and never a preflush";
   EXPECT_GT(max_span, 0u) << "every record was durable: nothing was measured";
   EXPECT_LE(max_span, window);
 }
