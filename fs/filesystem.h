@@ -53,8 +53,9 @@ struct MountOptions {
   // or on a force.  The mount's `-o commit=N` (0..86400).
   std::uint32_t commit_interval_s = 5;
   // Committed changes are written to the image at most this many
-  // milliseconds after the first of them, without a device flush (the CIL's
-  // lazy push): a killed daemon loses none of them (the image file's page
+  // milliseconds after the first of them, without FUA (the CIL's lazy push;
+  // a flush goes before each commit record, so the file data it exposes is
+  // stable first): a killed daemon loses none of them (the image file's page
   // cache outlives it), a power cut may.  0: off.  The mount's
   // `-o lazy_commit_ms=N` (0..1000).
   std::uint32_t lazy_commit_ms = 5;

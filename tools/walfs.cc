@@ -156,7 +156,7 @@ void Usage() {
       "                          made, fsynced or not: what a crash can lose (0..86400, default\n"
       "                          5, as ext4; 0: only an fsync, walfs sync, unmount or a CIL of\n"
       "                          1/8 of the log do)\n"
-      "  -o lazy_commit_ms=MS    changes are written to the image (no device flush) at most this\n"
+      "  -o lazy_commit_ms=MS    changes are written to the image (no FUA) at most this\n"
       "                          long after they are made: what a killed daemon can lose; a power\n"
       "                          cut is bounded by commit= (0..1000, default 5; 0: off)\n"
       "  -o threads=N            FUSE worker threads kept idle (default: libfuse's 10)\n"
