@@ -1,11 +1,15 @@
 #include "tracing/event.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "base/check.h"
 #include "tracing/env_record.h"
 
 namespace walfs::tracing {
+
+static_assert(std::is_trivially_destructible_v<EventDef>,
+              "static EventDefs are read by threads that outlive other static destructors");
 
 std::string_view FieldKindName(FieldKind kind) {
   constexpr std::string_view kNames[] = {"u64", "i64", "hex"};
@@ -21,7 +25,6 @@ EventDef::EventDef(std::string_view subsystem, std::string_view name, EventKind 
                    std::initializer_list<FieldDef> fields)
     : subsystem_(subsystem),
       name_(name),
-      full_name_(std::string(subsystem) + "_" + std::string(name)),
       kind_(kind) {
   WALFS_CHECK_MSG(fields.size() <= static_cast<std::size_t>(kMaxFields),
                   "trace event declared with too many fields");
@@ -41,7 +44,9 @@ Catalogue& Catalogue::Get() {
 bool Catalogue::AutoEnabledLocked(const EventDef* e) const {
   for (const std::string& p : auto_enable_) {
     if (p == "all" || p == e->subsystem_) return true;
-    if (p == e->subsystem_ + "/" + e->name_) return true;
+    if (p.size() == e->subsystem_.size() + 1 + e->name_.size() && p.starts_with(e->subsystem_) &&
+        p[e->subsystem_.size()] == '/' && p.ends_with(e->name_))
+      return true;
   }
   return false;
 }
@@ -95,7 +100,7 @@ std::vector<std::string> Catalogue::Subsystems() const {
   MutexLock l(&mu_);
   std::vector<std::string> out;
   for (const EventDef* e : events_)
-    if (std::find(out.begin(), out.end(), e->subsystem_) == out.end()) out.push_back(e->subsystem_);
+    if (std::find(out.begin(), out.end(), e->subsystem_) == out.end()) out.emplace_back(e->subsystem_);
   return out;
 }
 

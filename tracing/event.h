@@ -56,10 +56,14 @@ struct FieldDef {
   FieldKind kind;
 };
 
+// Trivially destructible on purpose: events are static objects that threads
+// still running at exit (the WALFS_TRACE_OUT recorder, a daemon's workers)
+// may read after other translation units' static destructors ran, so an
+// EventDef must hold nothing that dies.  Its names are string literals.
 class EventDef {
  public:
-  // Registers the event in the Catalogue.  Events are static objects: they
-  // must outlive every tracer reader.
+  // Registers the event in the Catalogue.  `subsystem` and `name` must have
+  // static storage (WALFS_TRACE_EVENT passes literals): they are not copied.
   EventDef(std::string_view subsystem, std::string_view name, EventKind kind,
            std::initializer_list<FieldDef> fields);
   EventDef(const EventDef&) = delete;
@@ -69,7 +73,7 @@ class EventDef {
   std::string_view subsystem() const { return subsystem_; }
   std::string_view name() const { return name_; }
   // "subsystem_name", as ftrace prints it.
-  const std::string& full_name() const { return full_name_; }
+  std::string full_name() const { return std::string(subsystem_) + "_" + std::string(name_); }
   EventKind kind() const { return kind_; }
   std::span<const FieldDef> fields() const { return {fields_.data(), nfields_}; }
 
@@ -88,9 +92,8 @@ class EventDef {
   friend class Catalogue;
   static void CommitEvent(const EventDef& event, const std::uint64_t* values);
 
-  const std::string subsystem_;
-  const std::string name_;
-  const std::string full_name_;
+  const std::string_view subsystem_;
+  const std::string_view name_;
   const EventKind kind_;
   std::array<FieldDef, kMaxFields> fields_{"", "", "", "", "", ""};
   std::size_t nfields_ = 0;
