@@ -11,6 +11,11 @@
 //
 // Concurrent writes to overlapping ranges land whole, one after the other
 // (one lock covers the image), in an unspecified order.
+//
+// A device of zeros is anonymous memory mapped on demand: a 64 MiB device
+// costs only the pages written, not a 64 MiB memset (most specs format a
+// fresh device and touch a few MiB of it).  A device made from an image
+// keeps that vector (moved in, not copied).
 #pragma once
 
 #include <cstddef>
@@ -48,8 +53,16 @@ class MemoryDevice final : public BlockDevice {
   void DoSubmit(std::vector<IoRequest> batch) override;
 
  private:
-  mutable Mutex mu_;  // leaf lock: guards the image
-  std::vector<std::byte> image_ GUARDED_BY(mu_);
+  struct Unmap {
+    std::size_t bytes;
+    void operator()(std::byte* p) const;
+  };
+  static std::unique_ptr<std::byte, Unmap> MapZeros(std::size_t bytes);
+
+  mutable Mutex mu_;  // leaf lock: guards the bytes at image_
+  std::vector<std::byte> owned_;                 // the image, when made from one
+  const std::unique_ptr<std::byte, Unmap> map_;  // or zeros, mapped on demand
+  std::byte* const image_;                       // size_bytes() bytes: one of the two
   std::uint64_t flush_count_ GUARDED_BY(mu_) = 0;
   BlockDeviceWorker worker_{"walfs-memdev"};  // last: stopped before the image goes
 };
