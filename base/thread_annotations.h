@@ -2,7 +2,7 @@
 //
 // Lock annotations are part of walfs's API: a field written under a lock is
 // GUARDED_BY it, a helper that expects the lock held REQUIRES it (and is named
-// FooLocked()), and the clang CI job builds with -Wthread-safety -Werror.
+// FooLocked()), and the asan CI job builds with clang, -Wthread-safety -Werror.
 #pragma once
 
 #if defined(__clang__)

@@ -4,7 +4,7 @@
 #                  WALFS_WERROR is ON, sanitizers from WALFS_SANITIZE.
 #
 # Options:
-#   WALFS_WERROR      treat warnings as errors (the clang CI job sets it)
+#   WALFS_WERROR      treat warnings as errors (the asan CI job sets it, with clang)
 #   WALFS_SANITIZE    "" | "address,undefined" | "thread"
 #   WALFS_FUZZ        build libFuzzer targets (clang only)
 
@@ -77,18 +77,42 @@ function(walfs_add_fuzzer)
   set_tests_properties(${F_NAME} PROPERTIES LABELS fuzz TIMEOUT 120)
 endfunction()
 
-# walfs_add_test(NAME <name> SOURCES <files...> LIBS <targets...> [LABEL <label>])
-# One gtest binary per component; each TEST becomes its own ctest entry.
+# walfs_add_test(NAME <name> SOURCES <files...> LIBS <targets...> [LABEL <label>]
+#                [PER_SUITE])
+# One gtest binary per component; each TEST becomes its own ctest entry, or
+# with PER_SUITE each test suite ("Suite.*", one process), for suites that
+# share one expensive fixture (WalfsGtestSuites.cmake).
 function(walfs_add_test)
-  cmake_parse_arguments(T "" "NAME;LABEL" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(T "PER_SUITE" "NAME;LABEL" "SOURCES;LIBS" ${ARGN})
   if(NOT T_LABEL)
     set(T_LABEL unit)
   endif()
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main walfs_policy)
   set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/tests)
-  # One label: gtest_discover_tests cannot pass a list through PROPERTIES.
-  gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${T_LABEL})
+  if(NOT T_PER_SUITE)
+    # One label: gtest_discover_tests cannot pass a list through PROPERTIES.
+    gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${T_LABEL})
+    return()
+  endif()
+  # The suites are listed after each build; ctest reads the list through a
+  # wrapper that stands in a failing entry while the binary is not built (as
+  # gtest_discover_tests does).
+  set(suites_file ${CMAKE_CURRENT_BINARY_DIR}/${T_NAME}_suites.cmake)
+  set(include_file ${CMAKE_CURRENT_BINARY_DIR}/${T_NAME}_include.cmake)
+  add_custom_command(TARGET ${T_NAME} POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -D TEST_EXECUTABLE=$<TARGET_FILE:${T_NAME}>
+            -D CTEST_FILE=${suites_file} -D LABEL=${T_LABEL}
+            -P ${PROJECT_SOURCE_DIR}/cmake/WalfsGtestSuites.cmake
+    BYPRODUCTS ${suites_file}
+    VERBATIM)
+  file(WRITE ${include_file}
+    "if(EXISTS [==[${suites_file}]==])\n"
+    "  include([==[${suites_file}]==])\n"
+    "else()\n"
+    "  add_test(${T_NAME}_NOT_BUILT ${T_NAME}_NOT_BUILT)\n"
+    "endif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${include_file})
 endfunction()
 
 # walfs_enable_function_trace(<target>): with -DWALFS_FUNCTION_TRACE=ON, builds

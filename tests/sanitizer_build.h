@@ -29,7 +29,7 @@ inline constexpr Sanitizer kSanitizer = Sanitizer::kNone;
 #endif
 
 struct Counts {
-  int full;     // no sanitizer (the gcc and clang jobs)
+  int full;     // no sanitizer (the gcc job; a local clang build)
   int address;  // address,undefined
   int thread;
 };

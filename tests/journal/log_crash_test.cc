@@ -26,6 +26,7 @@
 #include "journal/log_recover.h"
 #include "journal/transaction.h"
 #include "tests/journal/log_test_fixture.h"
+#include "tests/sanitizer_build.h"
 
 namespace walfs::journal {
 namespace {
@@ -221,8 +222,18 @@ TEST_P(LogCrash, SampledReorderingsOfWritesInFlightRecover) {
   }
 }
 
+// Seeds 1-3; under TSan seed 1 only: the enumeration after the workload is
+// single-threaded (recovery of each prefix), so more seeds buy the race
+// detector nothing but minutes.
+std::vector<std::uint64_t> CrashSeeds() {
+  constexpr int kSeeds = walfs::testing::ForBuild({.full = 3, .address = 3, .thread = 1});
+  std::vector<std::uint64_t> seeds;
+  for (int s = 1; s <= kSeeds; ++s) seeds.push_back(static_cast<std::uint64_t>(s));
+  return seeds;
+}
+
 INSTANTIATE_TEST_SUITE_P(Seeds, LogCrash,
-                         ::testing::Combine(::testing::Values(1u, 2u, 3u), ::testing::Bool()),
+                         ::testing::Combine(::testing::ValuesIn(CrashSeeds()), ::testing::Bool()),
                          [](const auto& p) {
                            return fmt::format("seed{}{}", std::get<0>(p.param),
                                               std::get<1>(p.param) ? "_lazy" : "");
