@@ -27,10 +27,15 @@ class IoError : public MountedFs {
   static void SetUpTestSuite() { MountSuite({.image_size = "256m", .options = {"fault_injection"}}); }
 
  protected:
+  // Every spec starts on a fresh mount of the suite's image: a fault hits
+  // the first write after it is armed, and that must be the spec's own, not
+  // the AIL writing back an earlier spec's metadata or the kernel flushing
+  // its dirty pages (the suite shares one mount, CMakeLists.txt).
   void SetUp() override {
     MountedFs::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     WALFS_REQUIRE_WALFS();
+    Remount();
   }
   std::string Ctl(const std::string& name) const { return Root() + "/.walfs/" + name; }
   void Fault(const std::string& command) {
