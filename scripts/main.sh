@@ -63,6 +63,8 @@ echo "==== walfs-trace print $trace (a slice around the first grant-head sleep)"
 build/bin/walfs-trace print "$trace" | grep -m1 -B4 -A12 'journal_grant_sleep' || true
 echo "==== walfs-trace stats $trace"
 build/bin/walfs-trace stats "$trace"
+echo "==== walfs-trace plot -o build/main-plots $trace"
+build/bin/walfs-trace plot -o build/main-plots --title "grant_head_bench, 8 threads, wakeq" "$trace"
 
 # The filesystem itself: a fresh image, mounted, loaded, traced, checked.
 fsdir=build/main-fs

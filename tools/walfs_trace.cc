@@ -4,6 +4,8 @@
 //   walfs-trace print [--header] FILE          ftrace-style text lines
 //   walfs-trace export --chrome OUT.json FILE  Chrome trace JSON for Perfetto UI
 //   walfs-trace stats FILE                     events per name, losses, time span
+//   walfs-trace plot -o DIR [--title T] FILE   PNG figures (gnuplot): log space,
+//                                              grant waits, log writes, latencies
 //   walfs-trace record -o FILE [-e EVENTS] -- PROGRAM [ARGS]
 //                                              run a traced program, record its trace
 //
@@ -35,6 +37,7 @@
 #include "tracing/chrome_json.h"
 #include "tracing/text_format.h"
 #include "tracing/trace_file.h"
+#include "tracing/trace_plot.h"
 #include "tracing/trace_summary.h"
 
 namespace walfs::tracing {
@@ -154,6 +157,31 @@ int Stats(const std::string& path) {
   return kExitOk;
 }
 
+// Draws the trace's figures into out_dir (tracing/trace_plot.h) and says
+// which it drew and which it left out.
+int Plot(const std::string& path, const std::string& out_dir, const std::string& title) {
+  Result<std::unique_ptr<TraceFileReader>> reader = TraceFileReader::Open(path);
+  if (!reader.ok()) return Fail(path, reader.status());
+  TracePlot plot;
+  const EventTable& events = (*reader)->events();
+  Status s = ForEachEntry(reader->get(), [&](const TraceEntry& e) { plot.Add(e, events); });
+  if (!s.ok()) return Fail(path, s);
+  NoteTornTail(path, **reader);
+  PlotOptions o;
+  o.out_dir = out_dir;
+  o.title = title.empty() ? fmt::format("{} (pid {})", path, (*reader)->info().pid) : title;
+  o.when = WallClock((*reader)->info().created_unix_ns);
+  Result<PlotReport> report = plot.Draw(o);
+  if (!report.ok()) return Fail(path, report.status());
+  for (const PlotReport::Figure& f : report->drawn)
+    fmt::print("drew {}/{}: {}\n", out_dir, f.file, f.what);
+  for (const PlotReport::Figure& f : report->skipped)
+    fmt::print("left out {}: {}\n", f.file, f.what);
+  fmt::print("{} of {} records plotted; data and script in {}/ (gnuplot plot.gp redraws)\n",
+             plot.used_records(), plot.records(), out_dir);
+  return kExitOk;
+}
+
 // Runs `command` with WALFS_TRACE_OUT / WALFS_TRACE_EVENTS set, so that the
 // tracer inside it records to `out` (tracing/env_record.h), then says what
 // was recorded.  Exits with the command's status.
@@ -219,6 +247,13 @@ int main(int argc, char** argv) {
       app.add_subcommand("stats", "Summarise a trace file: records per event, losses, time span");
   stats->add_option("FILE", file, "Trace file")->required();
 
+  std::string plot_dir, plot_title;
+  CLI::App* plot = app.add_subcommand(
+      "plot", "Draw a trace's log space, grant waits, log writes, force and FUSE latency as PNGs (gnuplot)");
+  plot->add_option("-o,--output", plot_dir, "Directory for the PNGs, their data and plot.gp")->required();
+  plot->add_option("--title", plot_title, "What the trace is of, in every figure's title");
+  plot->add_option("FILE", file, "Trace file")->required();
+
   std::string record_out, record_events;
   std::vector<std::string> command;
   CLI::App* record = app.add_subcommand(
@@ -237,15 +272,16 @@ int main(int argc, char** argv) {
   };
   if (argc > 1 && argv[1][0] != '-' && !known(argv[1]))
     return walfs::cli::UsageError(
-        "walfs-trace", fmt::format("unknown command '{}': expected print, export, stats or record", argv[1]));
+        "walfs-trace", fmt::format("unknown command '{}': expected print, export, stats, plot or record", argv[1]));
   const std::string_view first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] == '-' && first != "-h" && first != "--help" && first != "--version")
     return walfs::cli::UsageError(
-        "walfs-trace", fmt::format("unknown option '{}': a command comes first (print, export, stats or record)", first));
+        "walfs-trace", fmt::format("unknown option '{}': a command comes first (print, export, stats, plot or record)", first));
   if (auto code = walfs::cli::Parse(app, argc, argv)) return *code;
   if (print->parsed()) return Print(file, header);
   if (exp->parsed()) return ExportChrome(file, chrome_out);
   if (stats->parsed()) return Stats(file);
+  if (plot->parsed()) return Plot(file, plot_dir, plot_title);
   if (record->parsed()) return RecordCommand(record_out, record_events, command);
   return kExitUsage;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# walfs-trace end to end: record a traced program, then print, summarise and
-# export what it recorded; a program without the tracer is reported.
+# walfs-trace end to end: record a traced program, then print, summarise,
+# export and plot what it recorded; a program without the tracer is reported.
 # Usage: walfs_trace_record_test.sh BIN_DIR
 set -euo pipefail
 bin=$1
@@ -21,10 +21,31 @@ fi
 "$bin/walfs-trace" export --chrome "$dir/run.json" "$trace"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["traceEvents"]' "$dir/run.json"
 
+# plot: the log-space figure from this trace (every reservation's return
+# moves the grant heads; sleeps, and so grant_waits.png, depend on timing),
+# as a PNG; a trace without any plotted event is an error that says what to
+# record.
+"$bin/walfs-trace" plot -o "$dir/plots" "$trace" > "$dir/plot.out"
+grep -q '^drew .*/log_space.png: ' "$dir/plot.out"
+grep -q '^left out fuse_latency.png: ' "$dir/plot.out"
+for png in log_space; do
+  [[ "$(head -c 4 "$dir/plots/$png.png" | od -An -c | tr -d ' ')" == '211PNG' ]] || {
+    echo "$png.png is not a PNG" >&2
+    exit 1
+  }
+done
+"$bin/walfs-trace" record -o "$dir/reserve.wtrace" -e journal/reserve -- \
+  "$bin/grant_head_bench" --threads 1 --locks mutex --modes wakeq --duration-ms 20 --reps 1 > /dev/null
+if "$bin/walfs-trace" plot -o "$dir/none" "$dir/reserve.wtrace" 2> "$dir/err"; then
+  echo "plot of a trace without plotted events succeeded" >&2
+  exit 1
+fi
+grep -q 'record the journal, log and fs subsystems' "$dir/err"
+
 # `true` does not link the tracer: no file, exit 1, and a reason.
 if "$bin/walfs-trace" record -o "$dir/none.wtrace" -- true 2> "$dir/err"; then
   echo "record of a program without the tracer succeeded" >&2
   exit 1
 fi
 grep -q 'does it link the walfs tracer' "$dir/err"
-echo "walfs-trace record/print/stats/export: ok"
+echo "walfs-trace record/print/stats/export/plot: ok"
