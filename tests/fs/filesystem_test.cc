@@ -84,10 +84,13 @@ class FilesystemTest : public ::testing::Test {
     Mount();
   }
   void Mount() {
-    // No timed pushes: specs here count checkpoints, and a slow
-    // (sanitized) run could otherwise pass the 5 s interval.
+    // No timed pushes: specs here count pushes, flushes and checkpoints,
+    // and a slow (sanitized) run could otherwise pass the 5 s interval or
+    // the lazy push's 5 ms (under TSan a lazy push once emptied the CIL
+    // before the spec's Sync, which then had nothing to push).
     MountOptions o;
     o.commit_interval_s = 0;
+    o.lazy_commit_ms = 0;
     auto fs = Filesystem::MountDevice(dev_.get(), o);
     ASSERT_TRUE(fs.ok()) << fs.status().ToString();
     fs_ = std::move(fs).value();
