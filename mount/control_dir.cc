@@ -13,7 +13,9 @@
 #include "mount/control_files.h"
 #include "tracing/event.h"
 #include "tracing/event_table.h"
+#include "tracing/raw_reader.h"
 #include "tracing/reader.h"
+#include "tracing/trace_file.h"
 #include "tracing/text_format.h"
 
 namespace walfs::mount {
@@ -28,6 +30,7 @@ enum class Kind : std::uint8_t {
   kStats,
   kTrace,
   kTracePipe,
+  kTracePipeRaw,
   kTracingOn,
   kAllEnable,        // events/enable
   kSubsystemEnable,  // events/<subsystem>/enable
@@ -44,6 +47,11 @@ namespace {
 using internal::Kind;
 
 bool IsDir(Kind k) { return k == Kind::kDir || k == Kind::kSubsystemDir || k == Kind::kEventDir; }
+bool IsPipe(Kind k) { return k == Kind::kTracePipe || k == Kind::kTracePipeRaw; }
+
+// What one trace_pipe_raw read asks the rings for at least: small reads
+// (dd bs=512) are served from the rest, as a pipe does.
+constexpr std::size_t kRawBatchBytes = 256 << 10;
 
 
 // The longest prefix of *text that is whole lines and at most `size` bytes
@@ -93,10 +101,11 @@ struct ControlHandle {
 
   Mutex mu;  // Lock order: leaf, except that it is held across Tracer/Catalogue calls.
   // Non-stream files: the text reads are served from.  trace_pipe: lines
-  // consumed from the tracer and not yet returned.
+  // consumed from the tracer and not yet returned; trace_pipe_raw: bytes.
   std::string text GUARDED_BY(mu);
   bool have_text GUARDED_BY(mu) = false;
-  std::unique_ptr<tracing::TraceReader> reader PT_GUARDED_BY(mu);  // trace_pipe only
+  std::unique_ptr<tracing::TraceReader> reader PT_GUARDED_BY(mu);   // trace_pipe only
+  std::unique_ptr<tracing::RawTraceReader> raw PT_GUARDED_BY(mu);   // trace_pipe_raw only
 };
 
 }  // namespace internal
@@ -126,6 +135,7 @@ ControlDir::ControlDir(Sources sources)
   AddLocked(root, MakeNode("stats", Kind::kStats));
   AddLocked(root, MakeNode("trace", Kind::kTrace, true));
   AddLocked(root, MakeNode("trace_pipe", Kind::kTracePipe));
+  AddLocked(root, MakeNode("trace_pipe_raw", Kind::kTracePipeRaw));
   AddLocked(root, MakeNode("tracing_on", Kind::kTracingOn, true));
   events_dir_ = AddLocked(root, MakeNode("events", Kind::kDir));
   AddLocked(events_dir_, MakeNode("enable", Kind::kAllEnable, true));
@@ -279,6 +289,9 @@ Result<ControlDir::Opened> ControlDir::Open(std::uint64_t ino, int flags) {
   {
     MutexLock hl(&h->mu);
     if (h->kind == Kind::kTracePipe) h->reader = std::make_unique<tracing::TraceReader>(src_.tracer);
+    if (h->kind == Kind::kTracePipeRaw)
+      h->raw = std::make_unique<tracing::RawTraceReader>(
+          src_.tracer, tracing::CurrentTraceFileInfo(src_.tracer));
     // `stats` and `trace` are snapshots: what open saw is what every read sees.
     if (h->readable && h->snapshot) {
       h->text = Render(*h);
@@ -288,7 +301,7 @@ Result<ControlDir::Opened> ControlDir::Open(std::uint64_t ino, int flags) {
   MutexLock l(&mu_);
   const std::uint64_t handle = next_handle_++;
   handles_.emplace(handle, h);
-  return Opened{.handle = handle, .nonseekable = h->kind == Kind::kTracePipe};
+  return Opened{.handle = handle, .nonseekable = IsPipe(h->kind)};
 }
 
 Status ControlDir::Truncate(std::uint64_t ino) {
@@ -315,7 +328,7 @@ Result<std::string> ControlDir::Read(std::uint64_t handle, std::uint64_t offset,
                                      bool nonblock, const std::function<bool()>& interrupted) {
   std::shared_ptr<Handle> h = FindHandle(handle);
   if (h == nullptr || !h->readable) return BadHandle(handle);
-  if (h->kind == Kind::kTracePipe) return ReadPipe(h.get(), size, nonblock, interrupted);
+  if (IsPipe(h->kind)) return ReadPipe(h.get(), size, nonblock, interrupted);
   MutexLock l(&h->mu);
   // Value files are made again by a read from the start, as seq_file does, so
   // that `cat` after a write on the same descriptor sees the new value.
@@ -329,6 +342,15 @@ Result<std::string> ControlDir::Read(std::uint64_t handle, std::uint64_t offset,
 
 void ControlDir::PullPipe(Handle* h, std::size_t max_events, std::size_t size, std::string* out) {
   MutexLock l(&h->mu);
+  if (h->kind == Kind::kTracePipeRaw) {  // bytes, not lines: a read may end inside a section
+    if (h->text.empty()) static_cast<void>(h->raw->Read(&h->text, std::max(size, kRawBatchBytes), 0));
+    const std::size_t n = std::min(size, h->text.size());
+    if (n > 0) {
+      out->assign(h->text, 0, n);
+      h->text.erase(0, n);
+    }
+    return;
+  }
   if (h->text.empty()) {
     Result<std::vector<tracing::TraceEntry>> entries = h->reader->Read(max_events, 0);
     if (entries.ok()) {
@@ -363,7 +385,7 @@ Result<std::string> ControlDir::ReadPipe(Handle* h, std::size_t size, bool nonbl
 bool ControlDir::Readable(std::uint64_t handle) {
   std::shared_ptr<Handle> h = FindHandle(handle);
   // An unknown handle is "ready": the read that follows reports EBADF.
-  if (h == nullptr || h->kind != Kind::kTracePipe) return true;
+  if (h == nullptr || !IsPipe(h->kind)) return true;
   std::string unused;
   PullPipe(h.get(), 64, 0, &unused);
   MutexLock l(&h->mu);
@@ -414,7 +436,8 @@ std::string ControlDir::Render(const Handle& h) const {
     case Kind::kDir:
     case Kind::kSubsystemDir:
     case Kind::kEventDir:
-    case Kind::kTracePipe: break;
+    case Kind::kTracePipe:
+    case Kind::kTracePipeRaw: break;
   }
   WALFS_CHECK_MSG(false, "no text for this control node");
   return {};

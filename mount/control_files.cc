@@ -26,6 +26,8 @@ const std::string_view kControlReadmeFiles =
     "  trace               the trace buffer, not consumed (snapshot at open);\n"
     "                      write anything (or open with O_TRUNC) to clear it\n"
     "  trace_pipe          consuming read; blocks until events arrive\n"
+    "  trace_pipe_raw      the same records as a binary trace file stream, one\n"
+    "                      section per thread buffer (walfs-trace record --mount)\n"
     "  tracing_on          1/0: record or not (events keep their enable bits)\n"
     "  events/enable       1/0: every event; reads X when mixed\n"
     "  events/<subsystem>/enable          1/0/X for one subsystem\n"

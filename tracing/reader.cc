@@ -7,14 +7,24 @@
 namespace walfs::tracing {
 
 namespace {
-// Ring::Consume allows one consumer at a time per ring; consuming readers
-// take turns through this lock (a leaf lock).
-Mutex g_consume_mu;
 constexpr std::size_t kBatch = 512;
 }  // namespace
 
+Mutex& RingConsumeMutex() {
+  // Leaked: a reader thread that outlives main (WALFS_TRACE_OUT's recorder)
+  // may still lock it during static destruction.
+  static Mutex* mu = new Mutex;
+  return *mu;
+}
+
+void MergeByTimestamp(std::vector<TraceEntry>* entries) {
+  std::stable_sort(entries->begin(), entries->end(), [](const TraceEntry& a, const TraceEntry& b) {
+    return a.record.timestamp < b.record.timestamp;
+  });
+}
+
 void TraceReader::Refill() {
-  MutexLock l(&g_consume_mu);
+  MutexLock l(&RingConsumeMutex());
   for (const std::shared_ptr<Ring>& ring : tracer_->Rings()) {
     Pending& p = pending_[ring.get()];
     if (!p.ring) {
@@ -106,10 +116,7 @@ std::vector<TraceEntry> TraceReader::Snapshot(Tracer* tracer) {
       out.push_back(std::move(e));
     }
   }
-  // Lost markers carry the timestamp of the record they precede.
-  std::stable_sort(out.begin(), out.end(), [](const TraceEntry& a, const TraceEntry& b) {
-    return a.record.timestamp < b.record.timestamp;
-  });
+  MergeByTimestamp(&out);  // lost markers carry the timestamp of the record they precede
   return out;
 }
 

@@ -23,12 +23,18 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 #include "tracing/record.h"
 #include "tracing/ring.h"
 #include "tracing/tracer.h"
 
 namespace walfs::tracing {
+
+// Ring::Consume allows one consumer at a time per ring: every consuming
+// reader (TraceReader, RawTraceReader) holds this leaf lock around its
+// consumes.
+Mutex& RingConsumeMutex();
 
 struct TraceEntry {
   enum class Type : std::uint8_t { kRecord, kLost };
@@ -38,6 +44,12 @@ struct TraceEntry {
   std::uint32_t tid = 0;    // the ring's thread
   std::shared_ptr<const std::string> comm;  // the ring's thread name
 };
+
+// Puts entries read ring by ring (a RawTraceReader stream's sections, the
+// chunks of one read) into one timeline: by timestamp, and entries with
+// equal timestamps keep their order, so a lost marker stays before the
+// record it precedes (it carries that record's timestamp).
+void MergeByTimestamp(std::vector<TraceEntry>* entries);
 
 class TraceReader {
  public:

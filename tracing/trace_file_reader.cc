@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "base/check.h"
 #include "base/coding.h"
 #include "base/crc32c.h"
 
@@ -79,8 +80,8 @@ Record DecodeRecord(const char* p) {
 
 }  // namespace
 
-TraceFileReader::TraceFileReader(int fd, std::string contents)
-    : fd_(fd), data_(std::move(contents)) {}
+TraceFileReader::TraceFileReader(int fd, std::string contents, bool stream)
+    : fd_(fd), data_(std::move(contents)), stream_(stream) {}
 
 TraceFileReader::~TraceFileReader() {
   if (fd_ >= 0) ::close(fd_);
@@ -89,15 +90,31 @@ TraceFileReader::~TraceFileReader() {
 Result<std::unique_ptr<TraceFileReader>> TraceFileReader::Open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, "opening trace file " + path);
-  std::unique_ptr<TraceFileReader> r(new TraceFileReader(fd, {}));
+  std::unique_ptr<TraceFileReader> r(new TraceFileReader(fd, {}, false));
   WALFS_RETURN_IF_ERROR(r->ReadHeader());
   return r;
 }
 
 Result<std::unique_ptr<TraceFileReader>> TraceFileReader::FromBuffer(std::string contents) {
-  std::unique_ptr<TraceFileReader> r(new TraceFileReader(-1, std::move(contents)));
+  std::unique_ptr<TraceFileReader> r(new TraceFileReader(-1, std::move(contents), false));
   WALFS_RETURN_IF_ERROR(r->ReadHeader());
   return r;
+}
+
+std::unique_ptr<TraceFileReader> TraceFileReader::ForStream() {
+  return std::unique_ptr<TraceFileReader>(new TraceFileReader(-1, {}, true));
+}
+
+void TraceFileReader::Feed(std::string_view bytes) {
+  WALFS_CHECK_MSG(stream_, "Feed() on a trace file reader not made by ForStream()");
+  // Drop what was parsed once it is most of the buffer: each byte is moved
+  // a bounded number of times.
+  const std::size_t parsed = static_cast<std::size_t>(offset_ - base_);
+  if (parsed > 0 && parsed >= data_.size() / 2) {
+    data_.erase(0, parsed);
+    base_ = offset_;
+  }
+  data_.append(bytes);
 }
 
 Status TraceFileReader::Fail(Status s) {
@@ -107,7 +124,8 @@ Status TraceFileReader::Fail(Status s) {
 
 Status TraceFileReader::ReadBytes(std::size_t n, std::string* out) {
   if (fd_ < 0) {
-    const std::size_t at = static_cast<std::size_t>(std::min<std::uint64_t>(offset_, data_.size()));
+    const std::size_t at =
+        static_cast<std::size_t>(std::min<std::uint64_t>(offset_ - base_, data_.size()));
     out->assign(data_, at, n);
     offset_ += out->size();
     return Status::Ok();
@@ -141,6 +159,7 @@ Status TraceFileReader::ReadHeader() {
   if (info_.version != kVersion)
     return Fail(Status::Corruption(fmt::format(
         "trace file version {} is not supported (this reader knows {})", info_.version, kVersion)));
+  header_read_ = true;
   info_.flags = DecodeFixed32(h.data() + kFlagsOffset);
   const std::string_view clock(h.data() + kClockOffset, kClockNameSize);
   info_.clock = std::string(clock.substr(0, clock.find('\0')));
@@ -153,10 +172,27 @@ Status TraceFileReader::ReadHeader() {
 Status TraceFileReader::ReadChunk(std::vector<TraceEntry>* out) {
   out->clear();
   if (!error_.ok()) return error_;
+  if (stream_ && !header_read_) {
+    if (unparsed_bytes() < kFileHeaderSize) {
+      // A stream that cannot be a trace file is refused as soon as it says so.
+      const std::string_view have(data_.data(), std::min(data_.size(), kMagic.size()));
+      if (have != kMagic.substr(0, have.size()))
+        return Fail(Status::Corruption("not a walfs trace stream (bad magic)"));
+      return Status::Ok();
+    }
+    WALFS_RETURN_IF_ERROR(ReadHeader());
+  }
   while (!eof_) {
     const std::uint64_t at = offset_;
+    // Stream mode: a section not fed whole yet is left for a later call.
+    auto incomplete = [&](std::size_t need) {
+      if (!stream_) return false;
+      offset_ = at;
+      return unparsed_bytes() < need;
+    };
     std::string h;
     WALFS_RETURN_IF_ERROR(ReadBytes(kSectionHeaderSize, &h));
+    if (h.size() < kSectionHeaderSize && incomplete(kSectionHeaderSize)) return Status::Ok();
     if (h.size() < kSectionHeaderSize) {  // clean end, or torn inside a section header
       eof_ = true;
       torn_tail_ = !h.empty();
@@ -174,6 +210,8 @@ Status TraceFileReader::ReadChunk(std::vector<TraceEntry>* out) {
           "trace file section at offset {}: length {} is over the limit", at, length)));
     std::string payload;
     WALFS_RETURN_IF_ERROR(ReadBytes(length, &payload));
+    if (payload.size() < length && incomplete(kSectionHeaderSize + std::size_t{length}))
+      return Status::Ok();
     if (payload.size() < length) {  // the writer stopped inside this section
       eof_ = true;
       torn_tail_ = true;

@@ -19,6 +19,12 @@
 // it again.  The reader never crashes and never allocates more than one
 // section's payload, whatever the input (tests/tracing/trace_file_fuzzer.cc).
 //
+// Stream mode (ForStream): bytes arrive in pieces through Feed() (a
+// `.walfs/trace_pipe_raw` read, a socket); ReadChunk() parses the whole
+// sections fed so far and returns empty when the next one is incomplete,
+// without treating that as the end.  finished() after the producer stopped
+// says whether the bytes ended between sections.
+//
 // Sections of a type this reader does not know are skipped (counted in
 // skipped_sections()).  Records name events by id; an id the file's
 // catalogue does not define is passed through (formatters print it as
@@ -42,6 +48,13 @@ class TraceFileReader {
  public:
   static Result<std::unique_ptr<TraceFileReader>> Open(const std::string& path);
   static Result<std::unique_ptr<TraceFileReader>> FromBuffer(std::string contents);
+  static std::unique_ptr<TraceFileReader> ForStream();
+
+  // Stream mode: appends bytes for ReadChunk to parse.
+  void Feed(std::string_view bytes);
+  // Stream mode: bytes fed and not yet parsed (0: the stream ended between
+  // sections; more: it stopped inside one).
+  std::size_t unparsed_bytes() const { return data_.size() - (offset_ - base_); }
 
   TraceFileReader(const TraceFileReader&) = delete;
   TraceFileReader& operator=(const TraceFileReader&) = delete;
@@ -54,7 +67,8 @@ class TraceFileReader {
   const EventTable& events() const { return events_; }
 
   // Reads up to and including the next records section and replaces *out
-  // with its entries; *out is empty at the end of the file.
+  // with its entries; *out is empty at the end of the file (stream mode: when
+  // the next section has not been fed whole yet).
   Status ReadChunk(std::vector<TraceEntry>* out);
 
   bool torn_tail() const { return torn_tail_; }
@@ -63,8 +77,9 @@ class TraceFileReader {
   std::uint64_t offset() const { return offset_; }          // bytes consumed so far
 
  private:
-  TraceFileReader(int fd, std::string contents);
-  // Reads up to n bytes at the current offset; fewer only at end of file.
+  TraceFileReader(int fd, std::string contents, bool stream);
+  // Reads up to n bytes at the current offset; fewer only at end of file
+  // (stream mode: at the end of what was fed).
   Status ReadBytes(std::size_t n, std::string* out);
   Status ReadHeader();
   Status Fail(Status s);
@@ -73,7 +88,10 @@ class TraceFileReader {
   Status ParseRecords(const std::string& payload, std::vector<TraceEntry>* out);
 
   int fd_ = -1;              // reading a file, or
-  const std::string data_;   // reading a buffer
+  std::string data_;         // reading a buffer (stream mode: what was fed, from base_)
+  const bool stream_ = false;
+  bool header_read_ = false;
+  std::uint64_t base_ = 0;   // stream mode: the offset of data_[0]
   std::uint64_t offset_ = 0;
   Status error_;             // sticky
   bool eof_ = false;
