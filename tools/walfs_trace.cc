@@ -8,6 +8,8 @@
 //                                              grant waits, log writes, latencies
 //   walfs-trace record -o FILE [-e EVENTS] -- PROGRAM [ARGS]
 //                                              run a traced program, record its trace
+//   walfs-trace record --mount MNT -o FILE [-e EVENTS] [--duration S] [-- PROGRAM [ARGS]]
+//                                              record a mount's trace (trace_pipe_raw)
 //
 // Exit status: 0 success, 1 the file could not be read or is corrupt (one
 // line on stderr says why; what was read before the bad section is still
@@ -34,6 +36,7 @@
 
 #include "base/status.h"
 #include "tools/cli.h"
+#include "tools/trace_record_mount.h"
 #include "tracing/chrome_json.h"
 #include "tracing/text_format.h"
 #include "tracing/trace_file.h"
@@ -254,14 +257,23 @@ int main(int argc, char** argv) {
   plot->add_option("--title", plot_title, "What the trace is of, in every figure's title");
   plot->add_option("FILE", file, "Trace file")->required();
 
-  std::string record_out, record_events;
+  std::string record_out, record_events, record_mount;
+  double record_duration = 0;
   std::vector<std::string> command;
   CLI::App* record = app.add_subcommand(
-      "record", "Run a program that links the walfs tracer and record its trace to a file");
+      "record",
+      "Record a trace to a file: of a program that links the walfs tracer, or of a mounted walfs "
+      "(--mount, through .walfs/trace_pipe_raw)");
   record->add_option("-o,--output", record_out, "Trace file to write")->required();
   record->add_option("-e,--events", record_events,
                      "Events to record: comma-separated subsystem or subsystem/event (default all)");
-  record->add_option("command", command, "The program and its arguments (after --)")->required();
+  record->add_option("--mount", record_mount,
+                     "Record this walfs mount's trace until the program exits, --duration passes "
+                     "or SIGINT; event enable bits are restored at the end");
+  record->add_option("--duration", record_duration, "With --mount: stop after this many seconds")
+      ->check(CLI::PositiveNumber);
+  record->add_option("command", command,
+                     "The program and its arguments (after --); optional with --mount");
 
   // CLI11 takes an unknown word for a missing subcommand ("A subcommand is
   // required"): name it instead.
@@ -282,6 +294,16 @@ int main(int argc, char** argv) {
   if (exp->parsed()) return ExportChrome(file, chrome_out);
   if (stats->parsed()) return Stats(file);
   if (plot->parsed()) return Plot(file, plot_dir, plot_title);
-  if (record->parsed()) return RecordCommand(record_out, record_events, command);
+  if (record->parsed()) {
+    if (!record_mount.empty())
+      return RecordMount({.mount = record_mount, .output = record_out, .events = record_events,
+                          .duration_s = record_duration, .command = command});
+    if (record_duration > 0)
+      return walfs::cli::UsageError("walfs-trace", "record: --duration needs --mount");
+    if (command.empty())
+      return walfs::cli::UsageError(
+          "walfs-trace", "record: name a program to run (after --), or a mount with --mount");
+    return RecordCommand(record_out, record_events, command);
+  }
   return kExitUsage;
 }

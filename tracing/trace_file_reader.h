@@ -60,7 +60,9 @@ class TraceFileReader {
   TraceFileReader& operator=(const TraceFileReader&) = delete;
   ~TraceFileReader();
 
+  // Stream mode: valid once has_header() (a ReadChunk call parsed it).
   const TraceFileInfo& info() const { return info_; }
+  bool has_header() const { return header_read_; }
   // The events defined by the sections read so far (a file defines events
   // before the records that use them).  The object stays the same one for
   // the reader's life, so a formatter may keep a pointer to it.

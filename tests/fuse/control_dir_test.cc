@@ -142,6 +142,55 @@ TEST_F(ControlDir, TracePipeStreamsEventsAsTheyHappen) {
   EXPECT_GE(EventLines(r.out), 5u) << r.out.substr(0, 2000);
 }
 
+// walfs-trace record --mount: the mount's trace through trace_pipe_raw into
+// a file every walfs-trace command reads, one timeline across the daemon's
+// threads, the command's exit status passed on, the enable bits put back.
+TEST_F(ControlDir, RecordMountSavesTheTraceOfACommandAsOneTimeline) {
+  Put("events/enable", "0");
+  const std::string out = ::testing::TempDir() + "walfs-record-" + std::to_string(getpid()) + ".wtrace";
+  const std::string dir = Path("rec");
+  const ToolRun r = RunTool(BinDir() + "/walfs-trace record --mount " + Root() + " -o " + out +
+                            " -e fs -- sh -c 'mkdir " + dir + " && for i in 1 2 3 4 5 6 7 8; do echo x > " +
+                            dir + "/f$i; done; exit 3'");
+  EXPECT_EQ(r.exit_code, 3) << r.out;
+  EXPECT_NE(r.out.find("0 lost"), std::string::npos) << r.out;
+  EXPECT_EQ(ReadFile(ctl_ + "/events/fs/enable"), "0\n") << "enable bits are restored";
+  const ToolRun printed = RunTool(BinDir() + "/walfs-trace print " + out);
+  ASSERT_EQ(printed.exit_code, 0) << printed.out;
+  EXPECT_NE(printed.out.find("fs_mkdir_enter"), std::string::npos) << printed.out.substr(0, 2000);
+  EXPECT_NE(printed.out.find("fs_create_enter"), std::string::npos) << printed.out.substr(0, 2000);
+  // One timeline: the timestamps (the fourth column) never go back.
+  double last = 0;
+  std::size_t lines = 0;
+  for (std::size_t at = 0; at < printed.out.size();) {
+    std::size_t end = printed.out.find('\n', at);
+    if (end == std::string::npos) end = printed.out.size();
+    const std::string line = printed.out.substr(at, end - at);
+    at = end + 1;
+    const std::size_t colon = line.find(": ");
+    const std::size_t bracket = line.find("] ");
+    if (line.empty() || line[0] == '#' || colon == std::string::npos || bracket == std::string::npos) continue;
+    const double ts = std::stod(line.substr(bracket + 2, colon - bracket - 2));
+    EXPECT_GE(ts, last) << line;
+    last = ts;
+    ++lines;
+  }
+  EXPECT_GE(lines, 18u);
+  unlink(out.c_str());
+}
+
+TEST_F(ControlDir, RecordMountRefusesWhatIsNotAWalfsMountOrAnEvent) {
+  const std::string out = ::testing::TempDir() + "walfs-record-bad.wtrace";
+  ToolRun r = RunTool(BinDir() + "/walfs-trace record --mount /tmp -o " + out + " --duration 1");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("not a walfs mount"), std::string::npos) << r.out;
+  r = RunTool(BinDir() + "/walfs-trace record --mount " + Root() + " -o " + out + " -e nosuch --duration 1");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("no events 'nosuch'"), std::string::npos) << r.out;
+  r = RunTool(BinDir() + "/walfs-trace record -o " + out + " --duration 1 -- true");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+}
+
 // poll on trace_pipe: tests/fuse/poll_test.cc (it needs -o trace_poll).
 
 // The request of a reader blocked on trace_pipe ends (EINTR) when its

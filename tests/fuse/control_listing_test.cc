@@ -85,7 +85,7 @@ class ControlListing : public MountedFs {
 };
 
 TEST_F(ControlListing, TheControlDirectoryListsEveryFileAtAnyBufferSize) {
-  ExpectListsExactly("", {"README", "stats", "trace", "trace_pipe", "tracing_on", "events", "options", "messages"});
+  ExpectListsExactly("", {"README", "stats", "trace", "trace_pipe", "trace_pipe_raw", "tracing_on", "events", "options", "messages"});
 }
 
 TEST_F(ControlListing, OptionsListsEveryOption) {

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "tracing/reader.h"
+#include "tracing/trace_file.h"
 #include "tracing/tracer.h"
 
 namespace walfs::mount {
@@ -154,7 +155,7 @@ TEST_F(ControlDirTest, TheDirectoryIsFoundByItsReservedNameInTheMountRoot) {
 }
 
 TEST_F(ControlDirTest, EveryLevelLooksUpGetsAttributesAndLists) {
-  for (const char* n : {".", "..", "README", "stats", "trace", "trace_pipe", "tracing_on",
+  for (const char* n : {".", "..", "README", "stats", "trace", "trace_pipe", "trace_pipe_raw", "tracing_on",
                         "events", "options"})
     EXPECT_TRUE(Has(Names(""), n));
   for (const char* n : {"enable", "test_control"}) EXPECT_TRUE(Has(Names("events"), n));
@@ -362,6 +363,41 @@ TEST_F(ControlDirTest, TracePipeConsumesWhatItReturns) {
   EXPECT_TRUE(EventLines(Cat("trace")).empty());
   dir_.Release(h);
   dir_.Release(other);
+}
+
+TEST_F(ControlDirTest, TracePipeRawIsATraceFileStreamInWhateverSizeItIsRead) {
+  ASSERT_TRUE(Catalogue::Get().SetEnabled("test_control", "ping", true).ok());
+  for (int i = 0; i < 300; ++i) WALFS_TRACE(kPing, i, 0);
+  Result<ControlDir::Opened> o = dir_.Open(Ino("trace_pipe_raw"), O_RDONLY | O_NONBLOCK);
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->nonseekable);
+  EXPECT_TRUE(dir_.Readable(o->handle));
+  // dd bs=1000: reads end anywhere, even inside a section.
+  std::string bytes;
+  for (;;) {
+    Result<std::string> r = dir_.Read(o->handle, 0, 1000, true);
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().ToErrno(), EAGAIN);
+      break;
+    }
+    EXPECT_LE(r->size(), 1000u);
+    bytes += *r;
+  }
+  EXPECT_FALSE(dir_.Readable(o->handle));
+  dir_.Release(o->handle);
+  auto file = tracing::TraceFileReader::FromBuffer(bytes);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  std::vector<tracing::TraceEntry> chunk, all;
+  while ((*file)->ReadChunk(&chunk).ok() && !chunk.empty()) all.insert(all.end(), chunk.begin(), chunk.end());
+  EXPECT_FALSE((*file)->torn_tail());
+  ASSERT_EQ(all.size(), 300u);
+  for (int i = 0; i < 300; ++i) EXPECT_EQ(all[i].record.fields[0], static_cast<std::uint64_t>(i));
+  ASSERT_NE((*file)->events().ById(kPing.id()), nullptr);
+  EXPECT_EQ((*file)->events().ById(kPing.id())->full_name(), "test_control_ping");
+  // Consumed: the text pipe has nothing left.
+  const std::uint64_t text = OpenOk("trace_pipe", O_RDONLY);
+  EXPECT_EQ(dir_.Read(text, 0, 4096, true).status().code(), StatusCode::kWouldBlock);
+  dir_.Release(text);
 }
 
 TEST_F(ControlDirTest, ANonblockingReadOfAnEmptyPipeIsWouldBlock) {
