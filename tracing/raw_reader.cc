@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <string_view>
+
+#include "base/coding.h"
 
 #include "tracing/event.h"
 #include "tracing/event_table.h"
@@ -33,6 +36,7 @@ Status RawTraceReader::SyncCatalogue() {
 }
 
 Status RawTraceReader::Fill(std::size_t max_bytes) {
+  using trace_file::kRecordSize;
   // Events first: a record may only follow its event's definition, and any
   // record consumed below was committed by an event registered by now.
   WALFS_RETURN_IF_ERROR(SyncCatalogue());
@@ -43,42 +47,62 @@ Status RawTraceReader::Fill(std::size_t max_bytes) {
   for (std::size_t i = 0; i < rings.size(); ++i) {
     Ring& ring = *rings[(start + i) % rings.size()];
     if (!ring.HasUnread()) continue;
-    const std::size_t used = pending_.size();
-    const std::size_t room = max_bytes > used ? max_bytes - used : 0;
+    // A threads section first if the ring's thread is not named yet.
+    WALFS_RETURN_IF_ERROR(writer_->NameThread(ring.tid(), ring.comm()));
+    WALFS_RETURN_IF_ERROR(writer_->Flush());
+    const std::size_t at = pending_.size();
+    const std::size_t room = max_bytes > at ? max_bytes - at : 0;
     // Room for the section and a possible lost marker; one record at least
     // when nothing was made yet.
-    std::size_t fit = room > kSectionOverhead + trace_file::kRecordSize
-                          ? (room - kSectionOverhead) / trace_file::kRecordSize - 1
+    std::size_t fit = room > kSectionOverhead + kRecordSize
+                          ? (room - kSectionOverhead) / kRecordSize - 1
                           : 0;
-    fit = std::min(fit, ring.capacity());
+    // No more than the ring holds: the in-place area is zeroed when made.
+    fit = std::min<std::size_t>({fit, ring.capacity(), ring.Unread()});
     if (fit == 0) {
-      if (used > 0) break;
+      if (at > 0) break;
       fit = 1;
     }
-    if (scratch_.size() < fit + 1) scratch_.resize(fit + 1);
+    // The section is laid out in place: header, chunk prefix, records
+    // copied from the ring straight into the buffer (one slot spare for a
+    // lost marker).
+    pending_.resize(at + kSectionOverhead + (fit + 1) * kRecordSize);
+    char* payload = pending_.data() + at + trace_file::kSectionHeaderSize;
+    char* records = payload + trace_file::kChunkPrefixSize;
     std::uint64_t lost = 0;
-    const std::size_t n = ring.Consume(&scratch_[1], fit, &lost);
-    if (n == 0 && lost == 0) continue;
-    std::size_t first = 1;
-    if (lost > 0) {  // as TraceFileWriter encodes a kLost entry
-      Record& m = scratch_[0];
+    const std::size_t n = ring.ConsumeBytes(records, fit, &lost);
+    std::size_t count = n;
+    if (lost > 0) {  // rare: make room for the marker, as TraceFileWriter encodes a kLost entry
+      std::memmove(records + kRecordSize, records, n * kRecordSize);
+      Record m;
+      if (n > 0) std::memcpy(&m, records + kRecordSize, sizeof(m));
+      const std::uint64_t ts = n > 0 ? m.timestamp : static_cast<std::uint64_t>(tracer_->NowNs());
+      const std::uint16_t cpu = n > 0 ? m.cpu : 0;
       m = Record{};
       m.event_id = trace_file::kLostEventId;
+      m.cpu = cpu;
       m.tid = ring.tid();
-      m.cpu = n > 0 ? scratch_[1].cpu : 0;
-      m.timestamp = n > 0 ? scratch_[1].timestamp : static_cast<std::uint64_t>(tracer_->NowNs());
+      m.timestamp = ts;
       m.fields[0] = lost;
       m.fields[1] = ring.tid();
-      first = 0;
+      std::memcpy(records, &m, sizeof(m));
+      ++count;
       lost_ += lost;
     }
+    if (count == 0) {
+      pending_.resize(at);
+      continue;
+    }
     records_ += n;
-    WALFS_RETURN_IF_ERROR(writer_->NameThread(ring.tid(), ring.comm()));
-    const std::size_t count = n + 1 - first;
-    WALFS_RETURN_IF_ERROR(writer_->AppendEncodedChunk(
-        std::string_view(reinterpret_cast<const char*>(&scratch_[first]),
-                         count * sizeof(Record)),
-        static_cast<std::uint32_t>(count)));
+    pending_.resize(at + kSectionOverhead + count * kRecordSize);
+    payload = pending_.data() + at + trace_file::kSectionHeaderSize;
+    EncodeFixed32(payload, static_cast<std::uint32_t>(count));
+    EncodeFixed32(payload + 4, 0);  // reserved
+    char header[trace_file::kSectionHeaderSize];
+    EncodeSectionHeader(trace_file::SectionType::kRecords,
+                        std::string_view(payload, trace_file::kChunkPrefixSize + count * kRecordSize),
+                        header);
+    std::memcpy(pending_.data() + at, header, sizeof(header));
   }
   return Status::Ok();
 }

@@ -10,8 +10,10 @@
 //
 // It moves each ring's records as they lie: a ring slot is a 64-byte record
 // in the file's encoding (little-endian), so one call makes, per ring with
-// unread records, one records section (a lost marker first if the ring was
-// overwritten), with no merge, no formatting and no per-record allocation.
+// unread records, one records section laid out in place in the output
+// buffer (the ring's slots copied straight into it, a lost marker first if
+// the ring was overwritten), with no merge, no formatting and no per-record
+// allocation.
 // The first call starts with the file header and the catalogue; a later
 // call adds a catalogue section for events registered since, and a threads
 // section before the first records of a ring not named yet.
@@ -63,7 +65,6 @@ class RawTraceReader {
   std::unique_ptr<TraceFileWriter> writer_;  // appends to pending_
   std::size_t catalogue_size_ = 0;           // catalogue events the stream defines
   std::size_t next_ring_ = 0;                // where the next call starts (fairness)
-  std::vector<Record> scratch_;              // [0]: a lost marker, then a ring's records
   std::uint64_t records_ = 0;
   std::uint64_t lost_ = 0;
 };

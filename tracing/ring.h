@@ -66,6 +66,9 @@ class Ring {
   // Copies up to `max` records from the read position and consumes them.
   // *lost is increased by records that were overwritten before being read.
   std::size_t Consume(Record* out, std::size_t max, std::uint64_t* lost);
+  // As Consume, into bytes at any alignment (RawTraceReader fills its output
+  // buffer in place: a record's bytes are the trace file's encoding).
+  std::size_t ConsumeBytes(char* out, std::size_t max, std::uint64_t* lost);
   // As Consume, from the read position, without consuming.
   std::size_t Peek(Record* out, std::size_t max, std::uint64_t* lost) const;
   bool HasUnread() const {
@@ -85,8 +88,8 @@ class Ring {
   RingCounters Counters() const;
 
  private:
-  std::size_t Copy(std::uint64_t from, std::uint64_t n, Record* out) const;
-  std::size_t Read(Record* out, std::size_t max, std::uint64_t* lost, bool consume) const;
+  void Copy(std::uint64_t from, std::uint64_t n, char* out) const;
+  std::size_t Read(char* out, std::size_t max, std::uint64_t* lost, bool consume) const;
   void StoreSlot(std::uint64_t seq, const Record& r);
   static void Bump(std::atomic<std::uint64_t>* c) {
     // Signal-safe on the owner thread, and a relaxed RMW keeps nested

@@ -99,34 +99,32 @@ Status TraceFileWriter::WriteBytes(std::string_view bytes) {
   return Status::Ok();
 }
 
-// The payload is `payload` followed by `payload_tail` (two pieces, so that
-// a large tail is not copied to be joined).
-Status TraceFileWriter::WriteSection(SectionType type, std::string_view payload,
-                                     std::string_view payload_tail) {
-  const std::size_t length = payload.size() + payload_tail.size();
-  if (length > kMaxSectionPayload)
+void EncodeSectionHeader(SectionType type, std::string_view payload,
+                         char (&out)[kSectionHeaderSize]) {
+  std::memset(out, 0, sizeof(out));
+  EncodeFixed16(out + kSectionTypeOffset, static_cast<std::uint16_t>(type));
+  EncodeFixed32(out + kSectionLengthOffset, static_cast<std::uint32_t>(payload.size()));
+  EncodeFixed32(out + kSectionPayloadCrcOffset,
+                crc32c::Mask(crc32c::Value(payload.data(), payload.size())));
+  EncodeFixed32(out + kSectionHeaderCrcOffset,
+                crc32c::Mask(crc32c::Value(out, kSectionHeaderCrcOffset)));
+}
+
+Status TraceFileWriter::WriteSection(SectionType type, std::string_view payload) {
+  if (payload.size() > kMaxSectionPayload)
     return Status::InvalidArgument(
-        fmt::format("trace file section of {} bytes is over the {} byte limit", length,
+        fmt::format("trace file section of {} bytes is over the {} byte limit", payload.size(),
                     kMaxSectionPayload));
-  char h[kSectionHeaderSize] = {};
-  EncodeFixed16(h + kSectionTypeOffset, static_cast<std::uint16_t>(type));
-  EncodeFixed32(h + kSectionLengthOffset, static_cast<std::uint32_t>(length));
-  const std::uint32_t crc = crc32c::Extend(crc32c::Value(payload.data(), payload.size()),
-                                           payload_tail.data(), payload_tail.size());
-  EncodeFixed32(h + kSectionPayloadCrcOffset, crc32c::Mask(crc));
-  EncodeFixed32(h + kSectionHeaderCrcOffset,
-                crc32c::Mask(crc32c::Value(h, kSectionHeaderCrcOffset)));
+  char h[kSectionHeaderSize];
+  EncodeSectionHeader(type, payload, h);
   if (buffer_ != nullptr) {  // appended in place; WriteBytes checks the state first
     WALFS_RETURN_IF_ERROR(WriteBytes(std::string_view(h, sizeof(h))));
     buffer_->append(payload);
-    buffer_->append(payload_tail);
     return Status::Ok();
   }
   // One write per section, so that a crash leaves whole sections or a torn last one.
   std::string section(h, sizeof(h));
-  section.reserve(sizeof(h) + length);
   section.append(payload);
-  section.append(payload_tail);
   return WriteBytes(section);
 }
 
@@ -208,20 +206,6 @@ Status TraceFileWriter::NameThread(std::uint32_t tid, std::string_view comm) {
   if (it != threads_.end() || unnamed_in_chunk_.contains(tid)) WALFS_RETURN_IF_ERROR(Flush());
   threads_[tid] = std::string(comm);
   pending_threads_[tid] = std::string(comm);
-  return Status::Ok();
-}
-
-Status TraceFileWriter::AppendEncodedChunk(std::string_view records, std::uint32_t count) {
-  if (records.size() != std::size_t{count} * kRecordSize)
-    return Status::InvalidArgument(
-        fmt::format("{} bytes of encoded records cannot hold {} records", records.size(), count));
-  WALFS_RETURN_IF_ERROR(Flush());
-  if (count == 0) return Status::Ok();
-  char prefix[kChunkPrefixSize] = {};
-  EncodeFixed32(prefix, count);  // then u32 reserved, 0
-  WALFS_RETURN_IF_ERROR(
-      WriteSection(SectionType::kRecords, std::string_view(prefix, sizeof(prefix)), records));
-  records_ += count;  // lost markers included: the caller does not say which are which
   return Status::Ok();
 }
 

@@ -34,6 +34,11 @@
 
 namespace walfs::tracing {
 
+// The 16-byte header of a section with this payload (its length and masked
+// CRC32C), for code that lays a section out in place (RawTraceReader).
+void EncodeSectionHeader(trace_file::SectionType type, std::string_view payload,
+                         char (&out)[trace_file::kSectionHeaderSize]);
+
 class TraceFileWriter {
  public:
   static constexpr std::size_t kDefaultChunkRecords = 1024;  // 64 KiB chunks
@@ -64,25 +69,18 @@ class TraceFileWriter {
   // Names `tid` for the entries appended after this call (a threads section
   // goes out before them), as an entry's comm does in Append.
   Status NameThread(std::uint32_t tid, std::string_view comm);
-  // Writes `count` records already in the file's encoding (trace_file_format.h:
-  // 64-byte little-endian records, lost markers included) as one records
-  // section, after the buffered entries.  For readers that move ring pages
-  // whole (RawTraceReader); the events they use must be in the catalogue.
-  Status AppendEncodedChunk(std::string_view records, std::uint32_t count);
   // Writes the buffered records as a chunk.
   Status Flush();
   // Flush(), then closes the file.  Later calls return an error.
   Status Close();
 
   std::uint64_t records_written() const { return records_; }  // record entries appended
-  // (AppendEncodedChunk counts its lost markers here too)
   std::uint64_t lost_markers_written() const { return lost_markers_; }
 
  private:
   TraceFileWriter(int fd, std::string* buffer, std::size_t chunk_records);
   Status WriteHeader(const TraceFileInfo& info);
-  Status WriteSection(trace_file::SectionType type, std::string_view payload,
-                      std::string_view payload_tail = {});
+  Status WriteSection(trace_file::SectionType type, std::string_view payload);
   Status WriteBytes(std::string_view bytes);
   Status WriteThreadsSection();
 

@@ -61,7 +61,7 @@ Result<GetuidResult> RunGetuidCell(const GetuidConfig& c) {
   WALFS_RETURN_IF_ERROR(EnableBenchEvents(traced));
 
   std::optional<Drainer> drainer;
-  if (c.mode != GetuidMode::kNoReader) drainer.emplace();
+  if (c.mode != GetuidMode::kNoReader) drainer.emplace(c.reader);
   StartGate gate(c.threads);
   std::vector<std::int64_t> elapsed(c.threads);
   std::vector<std::thread> workers;
@@ -104,6 +104,8 @@ Result<GetuidResult> RunGetuidCell(const GetuidConfig& c) {
   r.watermark_wakes = s.watermark_wakes;
   r.empty_returns = d.empty_returns;
   r.max_lag_us = static_cast<double>(d.max_lag_ns) / 1000.0;
+  r.reader_cpu_ns_per_record =
+      d.records > 0 ? static_cast<double>(d.cpu_ns) / static_cast<double>(d.records) : 0;
   return r;
 }
 

@@ -26,6 +26,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "bench/trace/drainer.h"
 #include "tracing/options.h"
 
 namespace walfs::bench {
@@ -44,6 +45,7 @@ struct GetuidConfig {
   std::uint32_t watermark_percent = 50;  // deferred+wm only
   std::uint32_t buffer_kb = 4096;        // per-thread ring
   tracing::ClockKind clock = tracing::ClockKind::kMonotonic;
+  ReaderKind reader = ReaderKind::kEntries;  // the drainer's read (drainer.h)
 };
 
 struct GetuidResult {
@@ -60,6 +62,7 @@ struct GetuidResult {
   std::uint64_t watermark_wakes = 0;
   std::uint64_t empty_returns = 0;  // see DrainCounts
   double max_lag_us = 0;
+  double reader_cpu_ns_per_record = 0;  // the drainer thread's CPU / records it read
 };
 
 // Runs one cell: resets the tracer, sets the options, runs, drains.

@@ -90,6 +90,64 @@ Result<Table> GetuidTable(const BenchOptions& o) {
   return t;
 }
 
+Result<Table> ReaderTable(const BenchOptions& o) {
+  std::vector<ReaderKind> kinds;
+  for (const std::string& name : o.readers) {
+    Result<ReaderKind> k = ParseReaderKind(name);
+    if (!k.ok()) return k.status();
+    kinds.push_back(*k);
+  }
+  struct Acc {
+    std::vector<double> ns, reader_ns, read, lost, wakeups, lag;
+  };
+  std::map<std::pair<int, ReaderKind>, Acc> acc;
+  Table t{"reader",
+          Report({"threads", "reader", "ns_per_call", "reader_cpu_ns_per_record", "events_read",
+                  "lost", "reader_wakeups", "max_lag_us"}),
+          {}, true};
+  const tracing::TracerOptions defaults;
+  for (int rep = 0; rep < o.reps; ++rep) {
+    for (int threads : o.reader_threads) {
+      for (ReaderKind kind : kinds) {
+        GetuidConfig c = o.getuid;
+        c.threads = threads;
+        c.calls = o.reader_calls;
+        c.reader = kind;
+        c.mode = GetuidMode::kDeferredWatermark;
+        c.buffer_kb = defaults.buffer_size_kb;
+        c.wakeup_delay_us = defaults.wakeup_delay_us;
+        c.watermark_percent = defaults.buffer_percent;
+        Progress(fmt::format("reader rep {}/{}: {} threads, {}", rep + 1, o.reps, threads,
+                             ReaderKindName(kind)));
+        Result<GetuidResult> r = RunGetuidCell(c);
+        if (!r.ok()) return r.status();
+        Acc& a = acc[{threads, kind}];
+        a.ns.push_back(r->ns_per_call);
+        a.reader_ns.push_back(r->reader_cpu_ns_per_record);
+        a.read.push_back(static_cast<double>(r->events_read));
+        a.lost.push_back(static_cast<double>(r->lost));
+        a.wakeups.push_back(static_cast<double>(r->reader_wakeups));
+        a.lag.push_back(r->max_lag_us);
+        if (r->events_read + r->lost != r->events_expected || r->lost != r->lost_in_stream) {
+          t.counts_ok = false;
+          t.notes.push_back(fmt::format(
+              "rep {}, {} threads, {}: read {} + lost {} (stream said {}) != emitted {}", rep + 1,
+              threads, ReaderKindName(kind), r->events_read, r->lost, r->lost_in_stream,
+              r->events_expected));
+        }
+      }
+    }
+  }
+  for (int threads : o.reader_threads)
+    for (ReaderKind kind : kinds) {
+      const Acc& a = acc[{threads, kind}];
+      t.report.AddRow({threads, std::string(ReaderKindName(kind)), Cell(Median(a.ns), 0),
+                       Cell(Median(a.reader_ns), 1), Count(a.read), Count(a.lost),
+                       Count(a.wakeups), Cell(Median(a.lag), 0)});
+    }
+  return t;
+}
+
 Result<Table> RecursionTable(const BenchOptions& o) {
   std::vector<tracing::RecursionMode> modes;
   for (const auto& m : o.recursion) {

@@ -1,9 +1,12 @@
 // trace_bench: the embedded tracer's costs, each variant side by side in one
-// run, three tables (each isolates one thing; see the header it names):
+// run, four tables (each isolates one thing; see the header it names):
 //
 //   getuid     reader wakeups: off / noreader / immediate / deferred /
 //              deferred+wm (getuid_load.h; ftrace "Schedule a delayed work to
 //              call wakeup()")
+//   reader     what reading costs per record, and whether the reader keeps
+//              up: text / entries / raw readers (drainer.h) on the getuid
+//              load at the tracer's default options
 //   recursion  recursion protection under a signal storm: safe / fast /
 //              context (signal_storm.h; ftrace "function tracer with irqs
 //              disabled")
@@ -99,6 +102,11 @@ int Run(const BenchOptions& o) {
                    "ns_per_call / off's at the same threads",
                    o.getuid.calls, o.getuid.wakeup_delay_us, o.getuid.watermark_percent,
                    o.getuid.buffer_kb)},
+      {"reader", ReaderTable,
+       fmt::format("reader: {} getuid calls per thread, tracer defaults (256 KiB rings, deferred "
+                   "wakeup, 50% watermark); reader_cpu_ns_per_record = the reader thread's CPU "
+                   "time / records read",
+                   o.reader_calls)},
       {"recursion", RecursionTable,
        fmt::format("recursion: {} event pairs per thread, overwrite off, read after; quiet: no "
                    "signals; storm: {}. vs_fast = ns_per_event / fast's",
@@ -156,9 +164,9 @@ int main(int argc, char** argv) {
                "under a signal storm, and walfs vs LTTng-UST ns per event.",
                "trace_bench"};
   walfs::cli::AddVersion(app, "trace_bench");
-  app.add_option("--tables", o.tables, "Tables to run: getuid,recursion,lttng")
+  app.add_option("--tables", o.tables, "Tables to run: getuid,reader,recursion,lttng")
       ->delimiter(',')
-      ->check(CLI::IsMember({"getuid", "recursion", "lttng"}));
+      ->check(CLI::IsMember({"getuid", "reader", "recursion", "lttng"}));
   app.add_option("--reps", o.reps, "Repetitions of every cell (medians)")
       ->check(CLI::Range(1, 100));
   app.add_flag("--quick", o.quick,
@@ -178,6 +186,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100));
   app.add_option("--buffer-kb", o.getuid.buffer_kb, "getuid: per-thread ring size")
       ->check(CLI::Range(4, 1 << 20));
+  app.add_option("--reader-threads", o.reader_threads, "reader: thread counts")
+      ->delimiter(',')
+      ->check(walfs::cli::AtLeast(1));
+  app.add_option("--readers", o.readers, "reader: text,entries,raw")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"text", "entries", "raw"}));
+  app.add_option("--reader-calls", o.reader_calls, "reader: measured calls per thread")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
   app.add_option("--storm-threads", o.storm_threads, "recursion: thread counts")->delimiter(',')->check(walfs::cli::AtLeast(1));
   app.add_option("--recursion", o.recursion, "recursion: safe,fast,context")->delimiter(',');
   app.add_option("--storm-iterations", o.storm.iterations,
@@ -208,6 +224,7 @@ int main(int argc, char** argv) {
   if (o.quick) {
     if (app.count("--threads") == 0) o.threads = {1, 2, 5};
     if (app.count("--calls") == 0) o.getuid.calls = 50'000;
+    if (app.count("--reader-calls") == 0) o.reader_calls = 200'000;
     if (app.count("--storm-iterations") == 0) o.storm.iterations = 100'000;
     if (app.count("--emit-iterations") == 0) o.emit.iterations = 200'000;
   }

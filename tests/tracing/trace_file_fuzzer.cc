@@ -7,7 +7,11 @@
 //   - every error is Corruption (an in-memory source has no I/O errors);
 //   - the Chrome JSON of whatever was read is valid JSON;
 //   - a file that reads cleanly re-encodes to one that reads back the same
-//     entries (decode . encode . decode == decode).
+//     entries (decode . encode . decode == decode);
+//   - stream mode (ForStream/Feed, as walfs-trace record --mount reads
+//     .walfs/trace_pipe_raw), fed the same bytes in pieces of sizes taken
+//     from the input, reads the same entries, fails where the file reader
+//     fails, and leaves unparsed exactly the torn tail the file reader skips.
 #include <cstddef>
 #include <cstdint>
 #include <sstream>
@@ -55,10 +59,52 @@ void CheckReencodes(const TraceFileContents& first) {
     if (!SameEntry(first.entries[i], second->entries[i])) __builtin_trap();
 }
 
+// The stream reader's view of `bytes`, fed in pieces: its entries, its
+// final status, and the bytes it could not parse.
+struct StreamRead {
+  std::vector<TraceEntry> entries;
+  Status status;
+  std::size_t unparsed = 0;
+};
+
+StreamRead ReadAsStream(const std::string& bytes) {
+  StreamRead out;
+  std::unique_ptr<TraceFileReader> r = TraceFileReader::ForStream();
+  std::vector<TraceEntry> chunk;
+  std::size_t at = 0, k = 0;
+  while (at < bytes.size() && out.status.ok()) {
+    // Piece sizes 1..64 from the input's own bytes: deterministic per input.
+    const std::size_t piece = 1 + static_cast<unsigned char>(bytes[k++ % bytes.size()]) % 64;
+    r->Feed(std::string_view(bytes).substr(at, piece));
+    at += piece;
+    while ((out.status = r->ReadChunk(&chunk)).ok() && !chunk.empty())
+      out.entries.insert(out.entries.end(), chunk.begin(), chunk.end());
+  }
+  out.unparsed = r->unparsed_bytes();
+  return out;
+}
+
+void CheckStream(const std::string& bytes, const std::vector<TraceEntry>& file_entries,
+                 const Status& file_status, std::size_t torn_bytes) {
+  const StreamRead st = ReadAsStream(bytes);
+  if (st.status.ok() != file_status.ok()) __builtin_trap();
+  if (!st.status.ok() && !st.status.IsCorruption()) __builtin_trap();
+  if (st.entries.size() != file_entries.size()) __builtin_trap();
+  for (std::size_t i = 0; i < st.entries.size(); ++i)
+    if (!SameEntry(st.entries[i], file_entries[i])) __builtin_trap();
+  if (file_status.ok() && st.unparsed != torn_bytes) __builtin_trap();
+}
+
 void FuzzOne(std::string bytes) {
+  const std::string copy = bytes;
   Result<std::unique_ptr<TraceFileReader>> reader = TraceFileReader::FromBuffer(std::move(bytes));
   if (!reader.ok()) {
     if (!reader.status().IsCorruption()) __builtin_trap();
+    // A header the file reader refuses is refused by the stream reader too,
+    // or (a header not yet whole) waited for.
+    const StreamRead st = ReadAsStream(copy);
+    if (st.status.ok() && (copy.size() >= trace_file::kFileHeaderSize || !st.entries.empty()))
+      __builtin_trap();
     return;
   }
   TraceFileReader& r = **reader;
@@ -79,6 +125,7 @@ void FuzzOne(std::string bytes) {
     }
   }
   if (!s.ok() && !s.IsCorruption()) __builtin_trap();
+  CheckStream(copy, all.entries, s, r.torn_tail() ? r.torn_bytes() : 0);
   if (!chrome.Finish().ok()) __builtin_trap();
   if (!nlohmann::json::accept(json.str())) __builtin_trap();
   text = summary.Format(r.events());
