@@ -106,6 +106,7 @@ struct ControlHandle {
   bool have_text GUARDED_BY(mu) = false;
   std::unique_ptr<tracing::TraceReader> reader PT_GUARDED_BY(mu);   // trace_pipe only
   std::unique_ptr<tracing::RawTraceReader> raw PT_GUARDED_BY(mu);   // trace_pipe_raw only
+  tracing::TaskNames tasks GUARDED_BY(mu);  // trace_pipe: callers named by the lines so far
 };
 
 }  // namespace internal
@@ -355,7 +356,8 @@ void ControlDir::PullPipe(Handle* h, std::size_t max_events, std::size_t size, s
     Result<std::vector<tracing::TraceEntry>> entries = h->reader->Read(max_events, 0);
     if (entries.ok()) {
       const tracing::EventTable table = tracing::EventTable::FromCatalogue(tracing::Catalogue::Get());
-      for (const tracing::TraceEntry& e : *entries) tracing::AppendTextLine(e, table, &h->text);
+      for (const tracing::TraceEntry& e : *entries)
+        tracing::AppendTextLine(e, table, &h->text, &h->tasks);
     }
   }
   if (size > 0 && !h->text.empty()) *out = TakeLines(&h->text, size);

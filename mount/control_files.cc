@@ -89,6 +89,16 @@ std::string FormatText(const tracing::EventDef& e) {
   std::string args;
   std::size_t offset = offsetof(tracing::Record, fields);
   for (const tracing::FieldDef& f : e.fields()) {
+    if (f.kind == tracing::FieldKind::kChars) {  // 8 bytes of a string (a run: one string)
+      fmt::format_to(std::back_inserter(out), "\tfield:char {}[8];\toffset:{};\tsize:8;\tsigned:0;\n",
+                     f.name, offset);
+      offset += 8;
+      if (print.find(fmt::format("{}=", f.name)) == std::string::npos) {
+        fmt::format_to(std::back_inserter(print), "{}{}=%s", print.empty() ? "" : " ", f.name);
+        fmt::format_to(std::back_inserter(args), ", REC->{}", f.name);
+      }
+      continue;
+    }
     const bool is_signed = f.kind == tracing::FieldKind::kI64;
     fmt::format_to(std::back_inserter(out), "\tfield:{} {};\toffset:{};\tsize:8;\tsigned:{};\n",
                    is_signed ? "s64" : "u64", f.name, offset, is_signed ? 1 : 0);
@@ -135,7 +145,8 @@ std::string TraceText(tracing::Tracer* tracer) {
   std::string out = tracing::FormatTextHeader(sum.records(), sum.records() + sum.lost(),
                                               std::max(1u, std::thread::hardware_concurrency()));
   const tracing::EventTable table = tracing::EventTable::FromCatalogue(tracing::Catalogue::Get());
-  for (const tracing::TraceEntry& e : entries) tracing::AppendTextLine(e, table, &out);
+  tracing::TaskNames tasks;
+  for (const tracing::TraceEntry& e : entries) tracing::AppendTextLine(e, table, &out, &tasks);
   return out;
 }
 

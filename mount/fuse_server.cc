@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <tuple>
 #include <type_traits>
 #include <string>
 #include <vector>
@@ -586,24 +587,63 @@ void Init(void* userdata, fuse_conn_info* conn) {
 
 void Destroy(void* userdata) { static_cast<FuseServer*>(userdata)->control().InterruptReaders(); }
 
+// A name field of an fs event (fuse_events.h): the name cut to
+// kTraceNameBytes, then its whole length.
+void PutTraceName(const char* name, std::uint64_t* f) {
+  const std::string_view n = name != nullptr ? std::string_view(name) : std::string_view();
+  tracing::PackChars(n, f, kTraceNameFields);
+  f[kTraceNameFields] = n.size();
+}
+
 // Wraps a handler with its enter/exit trace events (one branch each when
-// the events are off).
+// the events are off).  What the enter event says beyond caller and inode
+// depends on the operation (fuse_events.h); everything that is not the
+// handler's own work -- naming the caller, the enter event (whose first
+// use on a thread allocates its ring) -- happens before the latency clock
+// starts.
 template <const FuseOpEvents* Ev, auto Handler>
 struct Traced {
   template <typename First, typename... Rest>
   static void Call(fuse_req_t req, First first, Rest... rest) {
     std::uint64_t ino = 0;
     if constexpr (std::is_integral_v<First>) ino = static_cast<std::uint64_t>(first);
+    if constexpr (Ev == &kFuseOp_symlink) ino = std::get<0>(std::tie(rest...));  // the directory
     // Requests on /.walfs files are not traced: a trace_pipe reader would
     // otherwise wake itself with the events of its own reads.
     if ((!Ev->enter.active() && !Ev->exit.active()) || ControlDir::IsControlIno(ino))
       return Handler(req, first, rest...);
-    const auto start = std::chrono::steady_clock::now();
+    const auto pid = static_cast<std::uint32_t>(fuse_req_ctx(req)->pid);
+    NoteCaller(pid);
+    std::uint64_t f[tracing::kMaxFields] = {pid, ino};
+    const auto args = std::tie(first, rest...);
+    if constexpr (Ev == &kFuseOp_lookup || Ev == &kFuseOp_mknod || Ev == &kFuseOp_mkdir ||
+                  Ev == &kFuseOp_unlink || Ev == &kFuseOp_rmdir || Ev == &kFuseOp_create ||
+                  Ev == &kFuseOp_rename) {
+      PutTraceName(std::get<1>(args), &f[2]);
+    } else if constexpr (Ev == &kFuseOp_symlink || Ev == &kFuseOp_link) {
+      PutTraceName(std::get<2>(args), &f[2]);  // the new entry's name
+    } else if constexpr (Ev == &kFuseOp_read) {
+      f[2] = static_cast<std::uint64_t>(std::get<2>(args));  // off
+      f[3] = std::get<1>(args);                              // size
+    } else if constexpr (Ev == &kFuseOp_write) {
+      f[2] = static_cast<std::uint64_t>(std::get<3>(args));
+      f[3] = std::get<2>(args);
+    } else if constexpr (Ev == &kFuseOp_fallocate) {
+      f[2] = static_cast<std::uint64_t>(std::get<2>(args));
+      f[3] = static_cast<std::uint64_t>(std::get<3>(args));
+      f[4] = static_cast<std::uint64_t>(std::get<1>(args));  // mode
+    }
     TakeRepliedErrno();
-    WALFS_TRACE(Ev->enter, ino);
+    WALFS_TRACE(Ev->enter, f[0], f[1], f[2], f[3], f[4], f[5]);
+    if constexpr (Ev == &kFuseOp_rename) {
+      std::uint64_t to[tracing::kMaxFields] = {pid, std::get<2>(args)};
+      PutTraceName(std::get<3>(args), &to[2]);
+      WALFS_TRACE(kFuseRenameTo, to[0], to[1], to[2], to[3], to[4], to[5]);
+    }
+    const auto start = std::chrono::steady_clock::now();
     Handler(req, first, rest...);
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
-    WALFS_TRACE(Ev->exit, ino, TakeRepliedErrno(), ns);
+    WALFS_TRACE(Ev->exit, pid, ino, TakeRepliedErrno(), ns);
   }
 };
 

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -88,6 +89,21 @@ Result<std::map<fs::path, std::string>> EventEnables(const fs::path& events_dir,
       out.emplace(it->path(), v);
     }
     if (ec) return Status::FromErrno(ec.value(), "listing " + dir.string());
+  }
+  return out;
+}
+
+// The enable file of each pattern's level: events/enable for "all" (or no
+// pattern), events/SUBSYSTEM/enable, events/SUBSYSTEM/EVENT/enable.
+std::vector<fs::path> EnableFiles(const fs::path& events_dir, const std::string& patterns) {
+  std::vector<fs::path> out;
+  const std::string list = patterns.empty() ? "all" : patterns;
+  std::size_t at = 0;
+  while (at <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    const std::string pattern = list.substr(at, comma - at);
+    at = comma + 1;
+    if (!pattern.empty()) out.push_back((pattern == "all" ? events_dir : events_dir / pattern) / "enable");
   }
   return out;
 }
@@ -168,21 +184,24 @@ int RecordMount(const MountRecordOptions& o) {
   Result<std::map<fs::path, std::string>> enables = EventEnables(ctl / "events", o.events);
   if (!enables.ok()) return Fail(enables.status().ToString());
 
-  // A fresh buffer, as trace-cmd record starts with, then the events on.
-  if (Status s = WriteSmallFile(ctl / "trace", "\n"); !s.ok()) return Fail(s.ToString());
+  // The events on, then a fresh buffer (as trace-cmd record starts with):
+  // clearing after enabling drops the requests the enabling itself made.
+  // One write per pattern (its level's enable file), so that those are few.
   auto restore = [&] {
     for (const auto& [path, value] : *enables)
       if (Status s = WriteSmallFile(path, value); !s.ok())
         fmt::print(stderr, "walfs-trace: could not restore {}: {}\n", path.string(), s.ToString());
   };
-  for (const auto& [path, value] : *enables)
-    if (Status s = WriteSmallFile(path, "1"); !s.ok()) {
+  for (const fs::path& level : EnableFiles(ctl / "events", o.events))
+    if (Status s = WriteSmallFile(level, "1"); !s.ok()) {
       restore();
       return Fail(s.ToString());
     }
+  if (Status s = WriteSmallFile(ctl / "trace", "\n"); !s.ok()) {
+    restore();
+    return Fail(s.ToString());
+  }
 
-  // Blocking reads: poll(2) on a walfs control file waits only with
-  // -o trace_poll, so the loop sleeps in read() and a timer signal wakes it.
   const int fd = ::open(pipe.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     restore();

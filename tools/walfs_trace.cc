@@ -88,6 +88,7 @@ int Print(const std::string& path, bool header) {
   if (!reader.ok()) return Fail(path, reader.status());
   std::string out;
   const EventTable& events = (*reader)->events();
+  TaskNames tasks;  // the callers' names, from the task events as they come
   std::vector<TraceEntry> chunk;
   for (;;) {
     Status s = (*reader)->ReadChunk(&chunk);
@@ -97,7 +98,7 @@ int Print(const std::string& path, bool header) {
     }
     if (chunk.empty()) break;
     out.clear();
-    for (const TraceEntry& e : chunk) AppendTextLine(e, events, &out);
+    for (const TraceEntry& e : chunk) AppendTextLine(e, events, &out, &tasks);
     std::fwrite(out.data(), 1, out.size(), stdout);
   }
   std::fflush(stdout);

@@ -28,6 +28,7 @@ Json FieldValue(FieldKind kind, std::uint64_t v) {
     case FieldKind::kI64:
       return static_cast<std::int64_t>(v);
     case FieldKind::kHex:
+    case FieldKind::kChars:
       break;
   }
   return fmt::format("{:#x}", v);
@@ -35,8 +36,27 @@ Json FieldValue(FieldKind kind, std::uint64_t v) {
 
 Json FieldArgs(const EventInfo& e, const Record& r) {
   Json args = Json::object();
-  for (std::size_t i = 0; i < e.fields.size(); ++i)
-    args[e.fields[i].name] = FieldValue(e.fields[i].kind, r.fields[i]);
+  for (std::size_t i = 0; i < e.fields.size();) {
+    const FieldInfo& f = e.fields[i];
+    if (f.kind != FieldKind::kChars) {
+      args[f.name] = FieldValue(f.kind, r.fields[i++]);
+      continue;
+    }
+    std::size_t n = 1;  // a run of kChars fields of one name is one string
+    while (i + n < e.fields.size() && e.fields[i + n].kind == FieldKind::kChars &&
+           e.fields[i + n].name == f.name)
+      ++n;
+    // JSON strings must be UTF-8: bytes outside printable ASCII become \xNN.
+    std::string s;
+    for (unsigned char c : UnpackChars(&r.fields[i], n)) {
+      if (c >= 0x20 && c < 0x7f && c != '\\')
+        s.push_back(static_cast<char>(c));
+      else
+        s += fmt::format("\\x{:02x}", c);
+    }
+    args[f.name] = s;
+    i += n;
+  }
   return args;
 }
 

@@ -1,6 +1,7 @@
 #include "tracing/event.h"
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "base/check.h"
@@ -12,8 +13,24 @@ static_assert(std::is_trivially_destructible_v<EventDef>,
               "static EventDefs are read by threads that outlive other static destructors");
 
 std::string_view FieldKindName(FieldKind kind) {
-  constexpr std::string_view kNames[] = {"u64", "i64", "hex"};
+  constexpr std::string_view kNames[] = {"u64", "i64", "hex", "chars"};
   return kNames[static_cast<int>(kind)];
+}
+
+bool PackChars(std::string_view s, std::uint64_t* fields, int n) {
+  const std::size_t room = static_cast<std::size_t>(n) * 8;
+  char bytes[kMaxFields * 8] = {};
+  std::memcpy(bytes, s.data(), std::min(s.size(), room));
+  std::memcpy(fields, bytes, room);  // the record's byte order is the machine's
+  return s.size() <= room;
+}
+
+std::string UnpackChars(const std::uint64_t* fields, std::size_t n) {
+  char bytes[kMaxFields * 8];
+  n = std::min<std::size_t>(n, kMaxFields);
+  std::memcpy(bytes, fields, n * 8);
+  const std::string_view all(bytes, n * 8);
+  return std::string(all.substr(0, all.find('\0')));
 }
 
 std::string_view EventKindName(EventKind kind) {

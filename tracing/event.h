@@ -34,7 +34,17 @@ enum class FieldKind : std::uint8_t {
   kU64 = 0,  // printed in decimal
   kI64 = 1,  // printed in decimal, signed
   kHex = 2,  // printed as 0x...
+  // 8 bytes of a string, NUL padded.  Consecutive kChars fields with the
+  // same name are one string of 8 bytes each (a file name, a comm), printed
+  // as name=value: {"name", kChars}, {"name", kChars}, {"name", kChars}.
+  kChars = 3,
 };
+
+// Packs `s` into `n` kChars fields (8*n bytes, NUL padded); false when `s`
+// was longer and was cut.
+bool PackChars(std::string_view s, std::uint64_t* fields, int n);
+// The string held by `n` kChars fields (up to the first NUL).
+std::string UnpackChars(const std::uint64_t* fields, std::size_t n);
 
 // How exporters treat an event (Chrome trace JSON: durations, instants,
 // counters).  A kBegin and the next kEnd of the same name prefix on the same

@@ -17,22 +17,51 @@
 //
 // (ftrace prints `CPU:N [LOST M EVENTS]`; our rings are per thread).  An
 // entry with no comm prints `<...>` as ftrace does for an unknown task.
+//
+// Requests on behalf of a process: an event whose first field is
+// `caller_pid` (the mount's fs events) prints that process where ftrace puts
+// TASK-PID, and the thread that wrote the record as a `worker=comm-tid`
+// field:
+//
+//            fio-4242    [001]   812.003456: fs_write_enter: ino=12 off=0 len=4096 worker=walfs-4250
+//
+// The caller's comm comes from the task events before it (fields
+// `caller_pid`, `comm`: the mount's fs_task, written when a worker first
+// serves a process), remembered in a TaskNames the caller passes; without
+// one, or before the process's task event, the comm is `<...>`.  pid 0 is a
+// request the kernel made on its own: `<kernel>-0`.
 // Timestamps are rounded to the nearest microsecond, as ftrace's ns2usecs.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "tracing/event_table.h"
 #include "tracing/reader.h"
 
 namespace walfs::tracing {
 
+// pid -> comm, from the task events a formatter has seen (see above).
+class TaskNames {
+ public:
+  // Remembers the name if `entry` is a task event.
+  void Observe(const TraceEntry& entry, const EventInfo& event);
+  std::string_view Find(std::uint32_t pid) const;
+  std::size_t size() const { return names_.size(); }
+
+ private:
+  std::unordered_map<std::uint32_t, std::string> names_;
+};
+
 // The line for `entry`, without a newline.
-std::string FormatTextLine(const TraceEntry& entry, const EventTable& events);
+std::string FormatTextLine(const TraceEntry& entry, const EventTable& events,
+                           TaskNames* tasks = nullptr);
 
 // Appends the line and a newline to *out.
-void AppendTextLine(const TraceEntry& entry, const EventTable& events, std::string* out);
+void AppendTextLine(const TraceEntry& entry, const EventTable& events, std::string* out,
+                    TaskNames* tasks = nullptr);
 
 // ftrace's header block (`# tracer: nop`, the entries-in-buffer line and the
 // column legend), each line ending in a newline.  `entries_in_buffer` is what

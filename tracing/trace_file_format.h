@@ -69,7 +69,7 @@ inline constexpr std::uint32_t kMaxSectionPayload = 16u << 20;
 //     string subsystem, string name, nfields times (u8 FieldKind, string name)
 //   string := u16 length, length bytes (no NUL)
 inline constexpr std::uint8_t kMaxEventKind = 3;  // EventKind::kCounter
-inline constexpr std::uint8_t kMaxFieldKind = 2;  // FieldKind::kHex
+inline constexpr std::uint8_t kMaxFieldKind = 3;  // FieldKind::kChars
 
 // --- Threads payload:
 //   u32 count, then count times: u32 tid, string comm

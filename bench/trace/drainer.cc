@@ -103,7 +103,7 @@ class AnyReader {
     if (!r.ok()) return false;
     if (kind_ == ReaderKind::kText) {
       text_.clear();
-      for (const TraceEntry& e : *r) tracing::AppendTextLine(e, table_, &text_);
+      for (const TraceEntry& e : *r) tracing::AppendTextLine(e, table_, &text_, &tasks_);
     }
     Absorb(*r, c);
     return true;
@@ -115,6 +115,7 @@ class AnyReader {
   tracing::RawTraceReader raw_;
   const tracing::EventTable table_;
   std::string bytes_, text_;
+  tracing::TaskNames tasks_;
   bool header_seen_ = false;
 };
 

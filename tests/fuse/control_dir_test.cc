@@ -159,6 +159,22 @@ TEST_F(ControlDir, RecordMountSavesTheTraceOfACommandAsOneTimeline) {
   ASSERT_EQ(printed.exit_code, 0) << printed.out;
   EXPECT_NE(printed.out.find("fs_mkdir_enter"), std::string::npos) << printed.out.substr(0, 2000);
   EXPECT_NE(printed.out.find("fs_create_enter"), std::string::npos) << printed.out.substr(0, 2000);
+  // Who and what: the caller where ftrace puts TASK-PID, named by its task
+  // event; the entry's name; a write's offset and length; the worker.
+  EXPECT_NE(printed.out.find("fs_task: comm=mkdir"), std::string::npos) << printed.out.substr(0, 3000);
+  EXPECT_NE(printed.out.find(" name=rec name_len=3 worker=walfs-"), std::string::npos) << printed.out.substr(0, 3000);
+  EXPECT_NE(printed.out.find(" name=f8 name_len=2"), std::string::npos) << printed.out.substr(0, 3000);
+  EXPECT_NE(printed.out.find("fs_write_enter: ino="), std::string::npos);
+  EXPECT_NE(printed.out.find(" off=0 len=2 worker="), std::string::npos) << printed.out.substr(0, 3000);
+  bool mkdir_by_mkdir = false;
+  for (std::size_t at = printed.out.find("fs_mkdir_enter"); at != std::string::npos;
+       at = printed.out.find("fs_mkdir_enter", at + 1)) {
+    const std::size_t bol = printed.out.rfind('\n', at) + 1;
+    if (printed.out.compare(bol, 22, "           mkdir-") == 0 ||
+        printed.out.substr(bol, at - bol).find(" mkdir-") != std::string::npos)
+      mkdir_by_mkdir = true;
+  }
+  EXPECT_TRUE(mkdir_by_mkdir) << "mkdir's request printed as the mkdir process's:\n" << printed.out.substr(0, 3000);
   // One timeline: the timestamps (the fourth column) never go back.
   double last = 0;
   std::size_t lines = 0;

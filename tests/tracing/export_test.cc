@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +36,10 @@ WALFS_TRACE_EVENT(kSyncEnter, "test_export", "sync_enter", EventKind::kBegin);
 WALFS_TRACE_EVENT(kSyncExit, "test_export", "sync_exit", EventKind::kEnd);
 WALFS_TRACE_EVENT(kQueue, "test_export", "queue", EventKind::kCounter, {"depth"},
                   {"mask", FieldKind::kHex});
+WALFS_TRACE_EVENT(kNamed, "test_export", "named", EventKind::kInstant, {"caller_pid"}, {"ino"},
+                  {"name", FieldKind::kChars}, {"name", FieldKind::kChars}, {"name_len"});
+WALFS_TRACE_EVENT(kTask, "test_export", "task", EventKind::kInstant, {"caller_pid"},
+                  {"comm", FieldKind::kChars}, {"comm", FieldKind::kChars});
 
 constexpr std::uint32_t kPid = 4242;
 
@@ -127,6 +132,49 @@ TEST_F(ExportTest, AnUnknownEventIdPrintsItsRawFields) {
   EXPECT_EQ(FormatTextLine(e, table_),
             "      walfs-fuse-1234    [001]     2.000000: unknown_event_65000: "
             "f0=0x1 f1=0x2 f2=0x3 f3=0x4 f4=0x5 f5=0xff");
+}
+
+// A caller's record: its process in the TASK-PID column, named by the task
+// event before it; the worker that wrote it as a field; a run of kChars
+// fields as one string.
+TEST_F(ExportTest, ACallersRecordPrintsTheCallerAsTaskAndTheWorkerAsAField) {
+  std::uint64_t comm[2], name[2];
+  EXPECT_TRUE(PackChars("fio", comm, 2));
+  EXPECT_FALSE(PackChars("a name of twenty bytes", name, 2)) << "cut at 16 bytes";
+  TaskNames tasks;
+  EXPECT_EQ(FormatTextLine(Rec(kNamed, 0, {77, 12, name[0], name[1], 22}), table_, &tasks),
+            "           <...>-77      [001]     0.000000: test_export_named: ino=12 "
+            "name=a\\x20name\\x20of\\x20twenty name_len=22 worker=walfs-fuse-1234")
+      << "before its task event the caller has no name";
+  EXPECT_EQ(FormatTextLine(Rec(kTask, 1000, {77, comm[0], comm[1]}), table_, &tasks),
+            "             fio-77      [001]     0.000001: test_export_task: comm=fio "
+            "worker=walfs-fuse-1234");
+  EXPECT_EQ(tasks.Find(77), "fio");
+  EXPECT_EQ(FormatTextLine(Rec(kNamed, 2000, {77, 12, name[0], name[1], 22}), table_, &tasks)
+                .substr(0, 24),
+            "             fio-77     ");
+  EXPECT_EQ(FormatTextLine(Rec(kNamed, 0, {0, 12}), table_).substr(0, 24),
+            "        <kernel>-0      ")
+      << "pid 0 is the kernel's own request";
+}
+
+TEST_F(ExportTest, ChromeJsonJoinsACharsRunIntoOneStringArgument) {
+  std::uint64_t name[2];
+  PackChars("file.txt", name, 2);
+  std::ostringstream out;
+  ChromeTraceWriter w(&out, &table_, {});
+  w.Add(Rec(kNamed, 0, {77, 12, name[0], name[1], 8}));
+  ASSERT_TRUE(w.Finish().ok());
+  const json j = json::parse(out.str());
+  ASSERT_FALSE(j["traceEvents"].empty());
+  bool found = false;
+  for (const json& ev : j["traceEvents"])
+    if (ev.value("name", "") == "test_export_named") {
+      EXPECT_EQ(ev["args"]["name"], "file.txt");
+      EXPECT_EQ(ev["args"]["name_len"], 8);
+      found = true;
+    }
+  EXPECT_TRUE(found) << out.str();
 }
 
 TEST_F(ExportTest, ALostEntryPrintsAsALostEventsLine) {
