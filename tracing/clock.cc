@@ -73,6 +73,8 @@ const TscScale& Scale() {
 
 bool TscUsable() { return Scale().mult != 0; }
 
+ClockKind DefaultClockKind() { return TscUsable() ? ClockKind::kTsc : ClockKind::kMonotonic; }
+
 std::int64_t TraceClockNs(ClockKind kind) {
 #if defined(__x86_64__)
   if (kind == ClockKind::kTsc) {

@@ -43,6 +43,10 @@ std::string_view ClockKindName(ClockKind c);
 Result<WakeupMode> ParseWakeupMode(std::string_view s);
 Result<RecursionMode> ParseRecursionMode(std::string_view s);
 Result<ClockKind> ParseClockKind(std::string_view s);
+// kTsc where the CPU has an invariant TSC (constant_tsc + nonstop_tsc: CPUID
+// 0x80000007 EDX bit 8; clock.h), else kMonotonic.  The first call
+// calibrates the TSC against CLOCK_MONOTONIC (5 ms).
+ClockKind DefaultClockKind();
 
 struct TracerOptions {
   bool overwrite = true;                 // flight recorder; false: discard new events when full
@@ -53,7 +57,7 @@ struct TracerOptions {
   // a deferred reader does not lose events to a full ring.
   std::uint32_t buffer_percent = 50;
   RecursionMode recursion = RecursionMode::kSafe;
-  ClockKind clock = ClockKind::kMonotonic;
+  ClockKind clock = DefaultClockKind();
   // A reader blocked without a timeout re-checks the rings this often even
   // if no wakeup comes (0: never), so that no missed wakeup can hold events
   // back for longer.  One futex timeout a second costs a blocked reader

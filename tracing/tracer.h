@@ -100,7 +100,7 @@ class Tracer {
   // Hot, read by every commit.
   alignas(kCacheLineSize) std::atomic<RecursionMode> recursion_{RecursionMode::kSafe};
   std::atomic<bool> overwrite_{true};
-  std::atomic<ClockKind> clock_{ClockKind::kMonotonic};
+  std::atomic<ClockKind> clock_{DefaultClockKind()};
   std::atomic<std::uint32_t> generation_{1};
   std::atomic<WakeupMode> wakeup_{WakeupMode::kDeferred};
   std::atomic<std::uint32_t> buffer_percent_{50};

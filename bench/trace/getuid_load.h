@@ -44,7 +44,7 @@ struct GetuidConfig {
   std::uint32_t wakeup_delay_us = 2000;
   std::uint32_t watermark_percent = 50;  // deferred+wm only
   std::uint32_t buffer_kb = 4096;        // per-thread ring
-  tracing::ClockKind clock = tracing::ClockKind::kMonotonic;
+  tracing::ClockKind clock = tracing::DefaultClockKind();
   ReaderKind reader = ReaderKind::kEntries;  // the drainer's read (drainer.h)
 };
 

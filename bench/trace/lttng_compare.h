@@ -31,7 +31,7 @@ namespace walfs::bench {
 struct EmitConfig {
   int threads = 1;
   bool reader = true;  // walfs: drain while the threads run (else after)
-  tracing::ClockKind clock = tracing::ClockKind::kMonotonic;  // walfs only
+  tracing::ClockKind clock = tracing::DefaultClockKind();  // walfs only
   std::uint64_t iterations = 400'000;  // event pairs per thread
   std::uint64_t warmup = 1000;
 };

@@ -38,7 +38,7 @@ struct StormConfig {
   std::uint64_t iterations = 400'000;  // event pairs per thread
   std::uint64_t warmup = 1000;         // pairs per thread before the start
   std::int64_t interval_us = 50;       // timer period per thread; 0: no signals
-  tracing::ClockKind clock = tracing::ClockKind::kMonotonic;
+  tracing::ClockKind clock = tracing::DefaultClockKind();
 };
 
 struct StormResult {

@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(2, 1024));
   app.add_option("--lttng-script", o.lttng.script, "lttng: session script (run_lttng.sh)");
   app.add_option("--lttng-emitter", o.lttng.emitter, "lttng: the trace_bench_lttng program");
-  std::string clock = "mono";
+  std::string clock(walfs::tracing::ClockKindName(walfs::tracing::DefaultClockKind()));
   app.add_option("--clock", clock, "Trace clock of every walfs cell: mono (vDSO clock_gettime) "
                                    "or tsc (RDTSC, scaled)");
   if (auto code = walfs::cli::Parse(app, argc, argv)) return *code;

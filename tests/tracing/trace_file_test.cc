@@ -208,7 +208,7 @@ TEST(TraceFile, WriteTraceFileDrainsTheTracerIntoASelfDescribingFile) {
   Result<TraceFileContents> got = ReadTraceFile(path);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   EXPECT_EQ(got->info.pid, 77u);
-  EXPECT_EQ(got->info.clock, "mono");
+  EXPECT_EQ(got->info.clock, ClockKindName(DefaultClockKind()));
   ASSERT_EQ(got->entries.size(), 400u);
   std::map<std::string, int> per_thread;
   for (const TraceEntry& e : got->entries) {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "base/clock.h"
+#include "tracing/clock.h"
 #include "tracing/reader.h"
 
 namespace walfs::tracing {
@@ -185,6 +186,18 @@ TEST_F(TracerTest, ClearDiscardsWhatWasWritten) {
   for (int i = 0; i < 5; ++i) WALFS_TRACE(kPing, i, 0);
   Tracer::Get().Clear();
   EXPECT_TRUE(ReadAll().empty());
+}
+
+TEST_F(TracerTest, TheDefaultClockIsTheTscWhereTheCpuHasAnInvariantOne) {
+  EXPECT_EQ(TracerOptions{}.clock, TscUsable() ? ClockKind::kTsc : ClockKind::kMonotonic);
+  EXPECT_EQ(Tracer::Get().options().clock, DefaultClockKind());
+  // Within one thread the trace clock never goes back, whichever it is.
+  std::int64_t last = Tracer::Get().NowNs();
+  for (int i = 0; i < 100000; ++i) {
+    const std::int64_t now = Tracer::Get().NowNs();
+    ASSERT_GE(now, last);
+    last = now;
+  }
 }
 
 TEST_F(TracerTest, TheTscClockAgreesWithTheMonotonicClock) {
