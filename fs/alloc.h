@@ -20,10 +20,15 @@
 // crash could replay the old owner's metadata over, or expose, the new
 // owner's data.  When only busy space is left, allocation forces the log
 // and tries again.
+//
+// Trim (FITRIM, alloc_trim.cc) discards free runs that are not busy, each
+// AG under its header's lock: what is free in memory and not busy is free
+// in the state the on-disk log recovers to (docs/fs.md, "Discard").
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -50,7 +55,18 @@ struct AllocStats {
   std::uint64_t allocs = 0, frees = 0, blocks_allocated = 0, blocks_freed = 0;
   std::uint64_t busy_skips = 0;   // runs passed over because they were busy
   std::uint64_t busy_forces = 0;  // log forces to free busy space
+  std::uint64_t trim_runs = 0;    // free runs discarded by Trim
+  std::uint64_t trim_blocks = 0;  // and their blocks
+  std::uint64_t trim_busy_skips = 0;  // busy runs Trim left alone
 };
+
+struct TrimRequest {
+  std::uint64_t first = 0;     // filesystem blocks [first, end)
+  std::uint64_t end = 0;
+  std::uint32_t min = 1;       // only free runs at least this long
+};
+// Gives blocks [block, block + count) back to the device (Discard).
+using DiscardFn = std::function<Status(std::uint64_t block, std::uint64_t count)>;
 
 class Allocator {
  public:
@@ -69,6 +85,18 @@ class Allocator {
   // (BufLogItem::MarkCancelled) by the caller, so that no stale copy of it
   // is written back over the next owner.
   Status Free(FsTransaction* tx, std::uint64_t block, std::uint32_t count);
+
+  // Discards, through `discard`, every free run in the request's range
+  // that is not busy and at least `min` blocks long, and returns the blocks
+  // discarded.  Each AG's header is locked while its runs are found and
+  // discarded (a batch at a time, then let go so allocations can proceed),
+  // so no run can be allocated, or freed into, while it is being
+  // discarded.  Busy runs -- freed by a checkpoint not yet on disk, or by a
+  // transaction not yet committed -- are left alone: a crash could still
+  // bring back the file that owned them.  Trim does not force the log;
+  // Filesystem::Trim does so first, so that everything freed before the
+  // call is no longer busy.
+  Result<std::uint64_t> Trim(const TrimRequest& request, const DiscardFn& discard);
 
   AllocStats Stats() const;
   // Free blocks over all AGs, kept current by Alloc and Free once loaded
@@ -101,6 +129,9 @@ class Allocator {
     std::uint32_t start = 0, end = 0;
   };
   BusyRun FirstBusy(std::uint32_t agno, std::uint32_t agblock, std::uint32_t count);
+  // Trim's work in one AG over agblocks [from, to); adds to *blocks.
+  Status TrimAg(std::uint32_t agno, std::uint32_t from, std::uint32_t to, std::uint32_t min,
+                const DiscardFn& discard, std::uint64_t* blocks);
 
   BufCache* const cache_;
   journal::Log* const log_;

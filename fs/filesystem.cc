@@ -1062,6 +1062,8 @@ std::string Filesystem::StatsText() const {
   const AllocStats as = alloc_->Stats();
   out += fmt::format("free_blocks {}\nreserved_blocks {}\nallocs {}\nfrees {}\nbusy_forces {}\n",
                      alloc_->FreeTotal(), reserved_blocks_.load(), as.allocs, as.frees, as.busy_forces);
+  out += fmt::format("trims {}\ntrimmed_bytes {}\ntrim_busy_skips {}\ndev_discards {}\n", counters_.trims.load(),
+                     counters_.trimmed_bytes.load(), as.trim_busy_skips, ds.discards);
   const BufCacheStats bs = cache_->Stats();
   out += fmt::format("buffers {}\nbuffer_hits {}\nbuffer_misses {}\ninodes_cached {}\n", bs.buffers, bs.hits,
                      bs.misses, icache_->size());

@@ -105,7 +105,8 @@ struct FsCounters {
   std::atomic<std::uint64_t> creates{0}, removes{0}, renames{0}, writes{0}, reads{0}, fsyncs{0},
       bytes_written{0}, bytes_read{0}, truncates{0}, inactivated{0},
       fsync_flushes_covered{0},  // data flushes fsync skipped: the log force's preflush covered them
-      syncs{0};  // Sync() calls that succeeded (.walfs/sync, fsync of a directory)
+      syncs{0},  // Sync() calls that succeeded (.walfs/sync, fsync of a directory)
+      trims{0}, trimmed_bytes{0};  // Trim() calls that succeeded, and the bytes they discarded
 };
 
 class Filesystem {
@@ -182,6 +183,14 @@ class Filesystem {
   // preflush, issued after those writes, already was.  A read-only mount
   // has nothing to sync.  Errors are the force's or the flush's.
   Status Sync();
+  // FITRIM (fstrim): discards the free space in bytes [start, start + len)
+  // in runs of at least minlen bytes, and returns the bytes discarded.  The
+  // log is forced first; space freed after that, or by a transaction whose
+  // checkpoint is not on disk, is left alone (docs/fs.md, "Discard").
+  // EINVAL for a start past the end, a len under a block or a minlen over
+  // an AG (as ext4 and XFS); EROFS on a read-only mount; EOPNOTSUPP when
+  // the device cannot discard.
+  Result<std::uint64_t> Trim(std::uint64_t start, std::uint64_t len, std::uint64_t minlen);
   Status Fallocate(std::uint64_t ino, int mode, std::uint64_t offset, std::uint64_t length);
   Result<std::uint64_t> Lseek(std::uint64_t ino, std::uint64_t offset, int whence);
 
