@@ -14,7 +14,7 @@ namespace walfs::mount {
   X(unlink) X(rmdir) X(symlink) X(rename) X(link) X(open) X(create) X(read) X(write) X(flush)   \
   X(release) X(fsync) X(opendir) X(readdir) X(readdirplus) X(releasedir) X(fsyncdir) X(statfs)  \
   X(access) X(setxattr) X(getxattr) X(listxattr) X(removexattr) X(fallocate) X(lseek)           \
-  X(copy_file_range) X(poll)
+  X(copy_file_range) X(poll) X(ioctl)
 
 struct FuseOpEvents {
   tracing::EventDef& enter;
