@@ -65,6 +65,12 @@ struct MountOptions {
   // filesystem and the image, so tests can fail its writes, flushes and
   // reads at run time (fault_device()); the mount's `-o fault_injection`.
   bool fault_injection = false;
+  // Online discard: every run freed is discarded (a hole punched in the
+  // image file, BLKDISCARD on a block device) once the checkpoint that
+  // freed it is on disk (Allocator::StartOnlineDiscard; docs/fs.md,
+  // "Discard").  Ignored, with a warning, on a device that cannot discard.
+  // The mount's `-o discard`.
+  bool discard = false;
 };
 
 // How a write ends that runs out of space part way (Filesystem::Write).

@@ -3,11 +3,14 @@
 // transaction whose checkpoint is not on disk, which a crash would give
 // back to its file -- and Filesystem::Trim (FITRIM) forces the log first,
 // checks its range like ext4 and XFS, and leaves an image fsck finds clean.
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <future>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -187,6 +190,107 @@ TEST_F(TrimTest, ADiscardErrorStopsTheTrimAndIsReturned) {
   EXPECT_EQ(r.status().ToErrno(), EIO);
   // The AG header was let go: allocation still works.
   EXPECT_TRUE(Alloc({.min = 1, .want = 1}).ok());
+}
+
+// Online discard (-o discard): a freed run is discarded once, and only
+// once, its freeing checkpoint is on disk, and it is busy until then.
+class OnlineDiscardTest : public TrimTest {
+ protected:
+  void SetUp() override {
+    TrimTest::SetUp();
+    alloc_->StartOnlineDiscard([this](std::uint64_t block, std::uint64_t count) {
+      if (slow_) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      return dev_.Discard(block * sb_.block_size, count * sb_.block_size);
+    });
+  }
+  // Waits until `n` runs have been discarded online.
+  bool WaitForDiscards(std::uint64_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (alloc_->Stats().online_discards < n) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
+  std::atomic<bool> slow_{false};
+};
+
+TEST_F(OnlineDiscardTest, AFreedRunIsDiscardedOnceItsCheckpointIsOnDiskAndNotBefore) {
+  auto e = Alloc({.goal = sb_.AgStart(1) + 700, .min = 16, .want = 16});
+  ASSERT_TRUE(e.ok());
+  Fill(*e, 'o');
+  ASSERT_TRUE(log_->Force().ok());
+  ASSERT_TRUE(Free(e->disk_block, e->length).ok());  // committed, not on disk
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(alloc_->Stats().online_discards, 0u);
+  EXPECT_TRUE(Holds(*e, 'o')) << "discarded before the free was on disk";
+  ASSERT_TRUE(log_->Force().ok());
+  ASSERT_TRUE(WaitForDiscards(1));
+  EXPECT_EQ(alloc_->Stats().online_discard_blocks, e->length);
+  EXPECT_TRUE(Holds(*e, '\0'));
+  // Discarded: no longer busy, so it is allocated again.
+  auto again = Alloc({.goal = e->disk_block, .min = 16, .want = 16});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->disk_block, e->disk_block);
+  ASSERT_TRUE(Free(again->disk_block, again->length).ok());
+}
+
+TEST_F(OnlineDiscardTest, ACrashBeforeTheFreeIsOnDiskKeepsTheOwnersData) {
+  auto e = Alloc({.goal = sb_.AgStart(1) + 700, .min = 16, .want = 16});
+  ASSERT_TRUE(e.ok());
+  Fill(*e, 'o');
+  ASSERT_TRUE(log_->Force().ok());
+  ASSERT_TRUE(Free(e->disk_block, e->length).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  log_->ail().Stop();
+  Stop(/*crash=*/true);  // the discarder stops too, with the free not on disk
+  EXPECT_EQ(dev_.stats().discards, 0u);
+  FsckReport r = Fsck();
+  ASSERT_EQ(r.problems.size(), 1u) << All(r);
+  EXPECT_NE(r.problems[0].message.find("16 blocks are in use in the bitmap but owned by nothing"), std::string::npos)
+      << All(r);
+  EXPECT_TRUE(Holds(*e, 'o'));
+}
+
+// Space that is on disk but still being discarded is waited for, not
+// reported as NoSpace.
+TEST_F(OnlineDiscardTest, AnAllocationOnAFullFilesystemWaitsForTheDiscardsOfWhatWasFreed) {
+  std::vector<Extent> all;
+  for (;;) {
+    auto e = Alloc({.min = 1, .want = 4096});
+    if (!e.ok()) break;
+    all.push_back(*e);
+  }
+  slow_ = true;
+  for (const Extent& e : all) ASSERT_TRUE(Free(e.disk_block, e.length).ok());
+  auto e = Alloc({.min = 4096, .want = 4096});
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ASSERT_TRUE(Free(e->disk_block, e->length).ok());
+  slow_ = false;
+  ASSERT_TRUE(log_->Force().ok());
+  ASSERT_TRUE(WaitForDiscards(all.size() + 1));
+  Stop();
+  FsckReport r = Fsck();
+  EXPECT_TRUE(r.problems.empty()) << All(r);
+}
+
+TEST_F(OnlineDiscardTest, StoppingDiscardsWhatIsOnDiskAndLeavesTheRestBusy) {
+  auto a = Alloc({.goal = sb_.AgStart(1) + 900, .min = 8, .want = 8});
+  auto b = Alloc({.goal = sb_.AgStart(1) + 990, .min = 8, .want = 8});
+  ASSERT_TRUE(a.ok() && b.ok());
+  Fill(*a, 'a');
+  Fill(*b, 'b');
+  ASSERT_TRUE(log_->Force().ok());
+  ASSERT_TRUE(Free(a->disk_block, a->length).ok());
+  ASSERT_TRUE(log_->Force().ok());
+  ASSERT_TRUE(Free(b->disk_block, b->length).ok());  // not on disk
+  alloc_->StopOnlineDiscard();
+  EXPECT_TRUE(Holds(*a, '\0'));
+  EXPECT_TRUE(Holds(*b, 'b'));
+  auto again = Alloc({.goal = b->disk_block, .min = 8, .want = 8});
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again->disk_block, b->disk_block) << "b's free is not on disk: still busy";
+  ASSERT_TRUE(Free(again->disk_block, again->length).ok());
 }
 
 // Filesystem::Trim, the FITRIM behind `fstrim`.

@@ -1,7 +1,8 @@
 // Discard through a real mount (docs/fs.md, "Discard"): util-linux's
 // `fstrim -v MNT` sends FITRIM to the mount's root directory and the image
 // file gets its freed blocks' space back; non-root callers get EPERM, a
-// range past the end EINVAL, other ioctls ENOTTY.  The suite's teardown
+// range past the end EINVAL, other ioctls ENOTTY; with -o discard the image
+// shrinks back by itself once a delete is on disk.  Each suite's teardown
 // unmounts and runs fsck.walfs -n, which must find the image clean.
 #include <fcntl.h>
 #include <grp.h>
@@ -136,6 +137,40 @@ TEST_F(Discard, OtherIoctlsAreENOTTY) {
   int value = 0;
   EXPECT_ERRNO(ENOTTY, ioctl(fd, _IOR('X', 200, int), &value));
   close(fd);
+}
+
+// -o discard: the space of a deleted file goes back to the image file by
+// itself once the delete is on disk (here forced by an fsync of the
+// directory, as `commit=` would do within seconds).
+class OnlineDiscard : public MountedFs {
+ protected:
+  static void SetUpTestSuite() { MountSuite({.image_size = "256m", .options = {"discard"}}); }
+};
+
+TEST_F(OnlineDiscard, ADeletedFilesSpaceGoesBackToTheImageFileOnceTheDeleteIsOnDisk) {
+  WALFS_REQUIRE_WALFS();
+  const std::string image = ImagePath();
+  const unsigned long long free_before = FreeBytes(Root());
+  const off_t before = ImageBytes(image);
+  WriteData(Path("big"), 32 * kMiB);
+  ASSERT_GE(ImageBytes(image), before + 32 * kMiB);
+  ASSERT_EQ(unlink(Path("big").c_str()), 0) << strerrorname_np(errno);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  off_t now = ImageBytes(image);
+  while (now > before + kSlackBytes && std::chrono::steady_clock::now() < deadline) {
+    // The kernel's FORGET frees the blocks; a directory fsync forces the log.
+    if (FreeBytes(Root()) + 4 * kMiB >= free_before) {
+      const int dir = open(Path().c_str(), O_RDONLY | O_DIRECTORY);
+      if (dir >= 0) {
+        fsync(dir);
+        close(dir);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    now = ImageBytes(image);
+  }
+  EXPECT_LE(now, before + kSlackBytes) << "the image kept the deleted file's blocks (before: " << before << ")";
+  EXPECT_GE(StatValue(Root(), "online_discard_blocks"), 32 * kMiB / 4096);
 }
 
 }  // namespace
