@@ -390,14 +390,14 @@ void Lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info
 // its own filesystems; FUSE passes the ioctl on unchecked with nothing but
 // the caller's ids, so walfs lets only root trim.  Every other command is
 // ENOTTY, as from a filesystem without ioctls.
-void Ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file_info*, unsigned flags,
+// struct fstrim_range is three u64s for 32-bit callers too, so
+// FUSE_IOCTL_COMPAT needs nothing of its own.
+void Ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file_info*, unsigned /*flags*/,
            const void* in_buf, size_t in_bufsz, size_t out_bufsz) {
   FuseServer* s = Server(req);
   if (cmd != FITRIM || ControlDir::IsControlIno(ino)) return (void)FailErrno(req, ENOTTY);
-  // Same layout for 32-bit callers (three u64s).
-  (void)flags;
+  if (fuse_req_ctx(req)->uid != 0) return (void)FailErrno(req, EPERM);  // first, as ext4 and XFS check
   if (in_bufsz < sizeof(fstrim_range) || out_bufsz < sizeof(fstrim_range)) return (void)FailErrno(req, EINVAL);
-  if (fuse_req_ctx(req)->uid != 0) return (void)FailErrno(req, EPERM);
   fstrim_range range{};
   std::memcpy(&range, in_buf, sizeof range);  // the kernel's ABI struct, not an on-disk one
   Result<std::uint64_t> trimmed = s->fs()->Trim(range.start, range.len, range.minlen);
