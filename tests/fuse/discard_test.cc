@@ -70,7 +70,7 @@ int FitrimAs(const std::string& path, uid_t id) {
 
 class Discard : public MountedFs {
  protected:
-  static void SetUpTestSuite() { MountSuite({.image_size = "512m"}); }
+  static void SetUpTestSuite() { MountSuite({.image_size = "512m", .options = {}}); }
 
   // Unlinks `path` and waits until its space is back in statfs (the kernel
   // sends the FORGET that frees it a little after the unlink).
