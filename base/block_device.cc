@@ -152,6 +152,27 @@ Status BlockDevice::Flush() {
   return s;
 }
 
+Status BlockDevice::Discard(std::uint64_t offset, std::uint64_t len) {
+  // Written so that offset + len cannot overflow.
+  if (offset > size_bytes_ || len > size_bytes_ - offset)
+    return Refuse(Status::InvalidArgument(fmt::format(
+        "discard [{}, +{}) is beyond the end of the device ({} bytes)", offset, len, size_bytes_)));
+  const std::uint64_t mask = logical_block_size_ - 1;
+  if ((offset & mask) != 0 || (len & mask) != 0)
+    return Refuse(Status::InvalidArgument(fmt::format(
+        "discard [{}, +{}): not aligned to the {}-byte sector", offset, len, logical_block_size_)));
+  if (len == 0) return Status::Ok();
+  discards_.fetch_add(1, std::memory_order_relaxed);
+  Status s = DoDiscard(offset, len);
+  if (s.ok()) bytes_discarded_.fetch_add(len, std::memory_order_relaxed);
+  return s;
+}
+
+Status BlockDevice::DoDiscard(std::uint64_t offset, std::uint64_t len) {
+  return Status::NotSupported(
+      fmt::format("discard [{}, +{}): a {} device cannot discard", offset, len, kind()));
+}
+
 void BlockDevice::FlushDone(std::uint64_t ticket) {
   std::uint64_t prev = flushed_through_.load(std::memory_order_relaxed);
   while (prev < ticket &&
@@ -238,6 +259,8 @@ BlockDeviceStats BlockDevice::stats() const {
   s.preflush_writes = preflush_writes_.load(kRelaxed);
   s.bytes_read = bytes_read_.load(kRelaxed);
   s.bytes_written = bytes_written_.load(kRelaxed);
+  s.discards = discards_.load(kRelaxed);
+  s.bytes_discarded = bytes_discarded_.load(kRelaxed);
   s.batches = batches_.load(kRelaxed);
   s.refused = refused_.load(kRelaxed);
   return s;

@@ -6,6 +6,7 @@
 //   WALFS_ASSIGN_OR_RETURN(std::unique_ptr<FileDevice> dev, FileDevice::Open(path, {}));
 //   WALFS_RETURN_IF_ERROR(dev->Write(offset, buf, len));
 //   WALFS_RETURN_IF_ERROR(dev->Flush());        // everything written so far is durable
+//   WALFS_RETURN_IF_ERROR(dev->Discard(offset, len));  // give free space back (FITRIM)
 //
 //   // The log writer's batched path: an iclog whose commit record must not
 //   // reach the disk before the earlier iclogs (already completed) are stable.
@@ -46,6 +47,13 @@
 //    and should be short, because it holds up every later callback.
 //  - Threading.  Every call may be made from any thread, concurrently.  The
 //    synchronous calls do not wait for batched requests, and vice versa.
+//  - Discard.  Discard() gives a range back to the storage below: a hole
+//    punched in an image file, BLKDISCARD on a block device, zeros on a
+//    memory device.  The range then reads as zeros or (a block device's
+//    discard need not zero) as anything, so the caller discards only space
+//    nothing reads before writing it again.  Synchronous on the calling
+//    thread, like Read/Write; a device that cannot discard returns
+//    NotSupported (EOPNOTSUPP) and says so in SupportsDiscard().
 //  - Lifetime.  Destroying a device waits until every submitted request has
 //    completed and its callback has run.  A callback must not destroy its
 //    device.
@@ -104,6 +112,8 @@ struct BlockDeviceStats {
   std::uint64_t preflush_writes = 0;
   std::uint64_t bytes_read = 0;
   std::uint64_t bytes_written = 0;
+  std::uint64_t discards = 0;
+  std::uint64_t bytes_discarded = 0;
   std::uint64_t batches = 0;  // Submit() calls accepted
   std::uint64_t refused = 0;  // calls refused with InvalidArgument
 };
@@ -133,6 +143,13 @@ class BlockDevice {
   Status Write(std::uint64_t offset, const void* buf, std::size_t len, IoFlags flags = 0);
   // The durability barrier: see the contract above.
   Status Flush();
+
+  // Gives [offset, offset + len) back to the storage (see the contract).
+  // The range must lie inside the device and be a multiple of
+  // logical_block_size() in offset and length (InvalidArgument otherwise).
+  Status Discard(std::uint64_t offset, std::uint64_t len);
+  // Whether Discard() can do anything on this device.
+  virtual bool SupportsDiscard() const { return false; }
 
   // Issues a batch.  Refuses the whole batch (no request issued, no callback
   // run) with InvalidArgument naming the first bad request; otherwise
@@ -170,6 +187,9 @@ class BlockDevice {
                          IoFlags flags) = 0;
   virtual Status DoFlush() = 0;
   virtual void DoSubmit(std::vector<IoRequest> batch) = 0;
+  // Called only with a validated, non-empty range.  The default is
+  // NotSupported (EOPNOTSUPP).
+  virtual Status DoDiscard(std::uint64_t offset, std::uint64_t len);
 
   // Runs one validated request through DoRead/DoWrite/DoFlush: the body of
   // a BlockDeviceWorker task.
@@ -192,6 +212,8 @@ class BlockDevice {
   std::atomic<std::uint64_t> preflush_writes_{0};
   std::atomic<std::uint64_t> bytes_read_{0};
   std::atomic<std::uint64_t> bytes_written_{0};
+  std::atomic<std::uint64_t> discards_{0};
+  std::atomic<std::uint64_t> bytes_discarded_{0};
   std::atomic<std::uint64_t> batches_{0};
   std::atomic<std::uint64_t> refused_{0};
   std::atomic<std::uint64_t> flush_tickets_{0};

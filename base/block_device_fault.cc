@@ -115,6 +115,10 @@ Status FaultDevice::DoFlush() {
   return inner_->Flush();
 }
 
+Status FaultDevice::DoDiscard(std::uint64_t offset, std::uint64_t len) {
+  return inner_->Discard(offset, len);
+}
+
 Status FaultDevice::DoWrite(std::uint64_t offset, const std::byte* buf, std::size_t len,
                             IoFlags flags) {
   if (flags & kIoPreflush) WALFS_RETURN_IF_ERROR(DoFlush());

@@ -66,6 +66,8 @@ class FaultDevice final : public BlockDevice {
 
   std::string_view kind() const override { return "fault"; }
   std::string Describe() const override;
+  // Discard passes straight through to the inner device (no rules apply).
+  bool SupportsDiscard() const override { return inner_->SupportsDiscard(); }
 
   // The n-th write from now (n >= 1) fails with err.
   void FailNthWrite(std::uint64_t n, int err = EIO) EXCLUDES(mu_);
@@ -92,6 +94,7 @@ class FaultDevice final : public BlockDevice {
                  IoFlags flags) override EXCLUDES(mu_);
   Status DoFlush() override EXCLUDES(mu_);
   void DoSubmit(std::vector<IoRequest> batch) override;
+  Status DoDiscard(std::uint64_t offset, std::uint64_t len) override;
 
  private:
   // A rule that fires on the countdown-th matching request from when it was

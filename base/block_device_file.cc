@@ -1,6 +1,7 @@
 #include "base/block_device_file.h"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -123,6 +124,7 @@ Result<std::unique_ptr<FileDevice>> FileDevice::Open(const std::string& path,
 
   std::unique_ptr<FileDevice> dev(new FileDevice(path, closer.Release(), g));
   dev->direct_io_ = direct;
+  dev->block_device_ = S_ISBLK(st.st_mode);
   dev->direct_io_reason_ = std::move(direct_reason);
 
   // The engine.  Only a ring that cannot be set up is a reason to fall back;
@@ -246,6 +248,24 @@ Status FileDevice::DoWrite(std::uint64_t offset, const std::byte* buf, std::size
 
 Status FileDevice::DoFlush() {
   if (::fdatasync(fd_) != 0) return Status::FromErrno(errno, "fdatasync " + path_);
+  return Status::Ok();
+}
+
+Status FileDevice::DoDiscard(std::uint64_t offset, std::uint64_t len) {
+  int rc;
+  do {
+    if (block_device_) {
+      std::uint64_t range[2] = {offset, len};
+      rc = ::ioctl(fd_, BLKDISCARD, range);
+    } else {
+      rc = ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                       static_cast<off_t>(len));
+    }
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0)
+    return Status::FromErrno(errno, Context(block_device_ ? "ioctl(BLKDISCARD)"
+                                                          : "fallocate(PUNCH_HOLE)",
+                                            offset, len));
   return Status::Ok();
 }
 

@@ -72,6 +72,13 @@ class FileDevice final : public BlockDevice {
   // "io_uring" or "pwrite".
   std::string_view kind() const override;
   std::string Describe() const override;
+  // A regular file punches a hole (fallocate PUNCH_HOLE | KEEP_SIZE: the
+  // file's blocks go back to its filesystem, its size stays); a block
+  // device gets BLKDISCARD.  Either runs on the calling thread with either
+  // engine (a discard is rare, and io_uring's fallocate would only hand the
+  // same call to a kernel worker).  A filesystem or device that cannot
+  // discard returns NotSupported.
+  bool SupportsDiscard() const override { return true; }
 
   // kIoUring or kSync: the engine in use, never kAuto.
   IoEngine engine() const { return engine_; }
@@ -92,6 +99,7 @@ class FileDevice final : public BlockDevice {
                  IoFlags flags) override;
   Status DoFlush() override;
   void DoSubmit(std::vector<IoRequest> batch) override;
+  Status DoDiscard(std::uint64_t offset, std::uint64_t len) override;
 
  private:
   struct Geometry;
@@ -103,6 +111,7 @@ class FileDevice final : public BlockDevice {
 
   const std::string path_;
   const int fd_;
+  bool block_device_ = false;  // S_ISBLK: BLKDISCARD, not a punched hole
   bool direct_io_ = false;
   std::string direct_io_reason_;
   IoEngine engine_ = IoEngine::kSync;

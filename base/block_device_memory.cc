@@ -64,6 +64,12 @@ Status MemoryDevice::DoFlush() {
   return Status::Ok();
 }
 
+Status MemoryDevice::DoDiscard(std::uint64_t offset, std::uint64_t len) {
+  MutexLock l(&mu_);
+  std::memset(image_ + offset, 0, len);
+  return Status::Ok();
+}
+
 void MemoryDevice::DoSubmit(std::vector<IoRequest> batch) {
   worker_.EnqueueRequests(std::move(batch), [this](const IoRequest& r) { return Execute(r); });
 }

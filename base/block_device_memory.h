@@ -39,6 +39,8 @@ class MemoryDevice final : public BlockDevice {
   ~MemoryDevice() override;
 
   std::string_view kind() const override { return "memory"; }
+  // Discard writes zeros, so a test can see what was discarded.
+  bool SupportsDiscard() const override { return true; }
 
   // A copy of the whole image.
   std::vector<std::byte> Contents() const EXCLUDES(mu_);
@@ -51,6 +53,7 @@ class MemoryDevice final : public BlockDevice {
                  IoFlags flags) override EXCLUDES(mu_);
   Status DoFlush() override EXCLUDES(mu_);
   void DoSubmit(std::vector<IoRequest> batch) override;
+  Status DoDiscard(std::uint64_t offset, std::uint64_t len) override EXCLUDES(mu_);
 
  private:
   struct Unmap {

@@ -117,6 +117,21 @@ Status RecordingDevice::DoFlush() {
   return Run(req, rec);
 }
 
+Status RecordingDevice::DoDiscard(std::uint64_t offset, std::uint64_t len) {
+  std::size_t op;
+  {
+    MutexLock l(&mu_);
+    RecordedOp w;
+    w.offset = offset;
+    w.data.assign(len, std::byte{0});
+    ops_.push_back(std::move(w));
+    op = ops_.size() - 1;
+  }
+  Status s = inner_->Discard(offset, len);
+  MarkCompleted(op, s);
+  return s;
+}
+
 void RecordingDevice::DoSubmit(std::vector<IoRequest> batch) {
   std::vector<BlockDeviceWorker::Task> tasks;
   tasks.reserve(batch.size());

@@ -44,7 +44,9 @@
 // in issue order; a prefix ending just after a flush (n = f + 1, f from
 // FlushPoints()) is what the brief calls a prefix ending at a flush point.
 // SampleCrashState() draws one state from the model above, seeded.
-// Reads are not recorded: they change nothing.
+// Reads are not recorded: they change nothing.  A Discard is recorded as a
+// write of zeros (what the memory device it materialises into does), so a
+// crash state may or may not hold it, like any write not yet made durable.
 //
 // Thread-safe.  The inner device is not owned and must outlive the wrapper;
 // its contents when Create() runs are the base image every state starts
@@ -113,6 +115,7 @@ class RecordingDevice final : public BlockDevice {
 
   std::string_view kind() const override { return "recording"; }
   std::string Describe() const override;
+  bool SupportsDiscard() const override { return inner_->SupportsDiscard(); }
 
   std::size_t op_count() const EXCLUDES(mu_);
   // A copy of the recording (data included).
@@ -146,6 +149,7 @@ class RecordingDevice final : public BlockDevice {
                  IoFlags flags) override EXCLUDES(mu_);
   Status DoFlush() override EXCLUDES(mu_);
   void DoSubmit(std::vector<IoRequest> batch) override EXCLUDES(mu_);
+  Status DoDiscard(std::uint64_t offset, std::uint64_t len) override EXCLUDES(mu_);
 
  private:
   // Indices of a request's ops: the preflush's flush (or kNone) and the

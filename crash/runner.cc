@@ -72,7 +72,7 @@ RunResult RunCrashTest(const RunOptions& options) {
     w = std::move(s);
     samples = (samples + 3) / 4;  // a few ops: fewer writes in flight to reorder
   }
-  Status s = w->Run();
+  Status s = w->Run(options.discard);
   const History& h = w->history();
   r.ops = w->op_count();
   r.device_ops = w->recording().op_count();

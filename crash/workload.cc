@@ -30,7 +30,7 @@ Workload::Workload(std::uint64_t seed, bool low_lsn) {
 
 Workload::~Workload() = default;
 
-Status Workload::Run() {
+Status Workload::Run(bool discard) {
   disk_ = std::make_unique<MemoryDevice>(kImageBytes);
   auto sb = fs::MakeFilesystem(disk_.get(), {.log_bytes = fs::MinLogBytes(4096), .now_s = 1});
   if (!sb.ok()) return Failed("mkfs", sb.status());
@@ -38,7 +38,10 @@ Status Workload::Run() {
   // No timed pushes (commit=0): the recorded write stream is then a function
   // of the seed alone, even when a slow (sanitized) run outlasts the 5 s
   // default interval.
-  auto mounted = fs::Filesystem::MountDevice(rec_.get(), {.commit_interval_s = 0});
+  fs::MountOptions mo;
+  mo.commit_interval_s = 0;
+  mo.discard = discard;
+  auto mounted = fs::Filesystem::MountDevice(rec_.get(), mo);
   if (!mounted.ok()) return Failed("mount", mounted.status());
   fs_ = std::move(mounted).value();
   h_.dirs.push_back({.ino = fs_->root(), .parent = fs_->root(), .lookups = 1});

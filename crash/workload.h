@@ -39,8 +39,11 @@ class Workload {
   Workload& operator=(const Workload&) = delete;
 
   // mkfs (smallest log), mount over the recording, Body(), then destroy the
-  // filesystem without unmounting: the log halts where it is.
-  Status Run();
+  // filesystem without unmounting: the log halts where it is.  `discard`:
+  // mount with online discard (MountOptions::discard), so that the crash
+  // states hold the discards (zeros) of every free whose checkpoint was on
+  // disk.
+  Status Run(bool discard = false);
 
   const History& history() const { return h_; }
   const RecordingDevice& recording() const { return *rec_; }

@@ -75,13 +75,16 @@ Allocator::BusyRun Allocator::FirstBusy(std::uint32_t agno, std::uint32_t agbloc
   auto it = runs.upper_bound(agblock);
   if (it != runs.begin()) --it;
   while (it != runs.end() && it->first < agblock + count) {
-    if (it->second.seq <= committed) {  // on disk now: forget it
+    const bool durable = it->second.seq <= committed;
+    if (durable && !it->second.discard) {  // on disk now: forget it
       it = runs.erase(it);
       continue;
     }
     const std::uint32_t end = it->first + it->second.count;
     if (end > agblock)
-      return {it->second.seq == kPendingSeq ? BusyKind::kPending : BusyKind::kCommittable,
+      return {durable                          ? BusyKind::kDiscarding
+              : it->second.seq == kPendingSeq ? BusyKind::kPending
+                                              : BusyKind::kCommittable,
               std::max(it->first, agblock), end};
     ++it;
   }
@@ -184,7 +187,7 @@ Result<Extent> Allocator::AllocInAg(FsTransaction* tx, std::uint32_t agno,
           ++stats_.busy_skips;
         }
         // Only space a log force can free counts (not this transaction's own).
-        if (busy.kind == BusyKind::kCommittable) *saw_busy = true;
+        if (busy.kind == BusyKind::kCommittable || busy.kind == BusyKind::kDiscarding) *saw_busy = true;
         if (busy.start - b < r.min) {
           b = aligned(busy.end);
           continue;
@@ -237,6 +240,8 @@ Result<Extent> Allocator::Alloc(FsTransaction* tx, const AllocRequest& r) {
         ++stats_.busy_forces;
       }
       WALFS_RETURN_IF_ERROR(log_->Force());
+      // With online discard, space on disk is busy until discarded.
+      WaitForDiscards();
     } else if (skipped) {
       // An AG we may not wait for was busy: give its holder a moment.
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -287,7 +292,7 @@ Status Allocator::Free(FsTransaction* tx, std::uint64_t block, std::uint32_t cou
   // sees the bits clear before this transaction lets go of the AG header.
   {
     MutexLock l(&mu_);
-    busy_[agno][agblock] = Busy{count, kPendingSeq};
+    busy_[agno][agblock] = Busy{count, kPendingSeq, static_cast<bool>(online_discard_)};
     ++stats_.frees;
     stats_.blocks_freed += count;
   }
@@ -296,7 +301,12 @@ Status Allocator::Free(FsTransaction* tx, std::uint64_t block, std::uint32_t cou
     auto ag = busy_.find(agno);
     if (ag == busy_.end()) return;
     auto it = ag->second.find(agblock);
-    if (it != ag->second.end()) it->second.seq = seq;
+    if (it == ag->second.end()) return;
+    it->second.seq = seq;
+    if (it->second.discard) {
+      discard_queue_.push_back({agno, agblock, it->second.count, seq});
+      if (seq <= durable_seq_) discard_cv_.SignalAll();
+    }
   });
   return Status::Ok();
 }

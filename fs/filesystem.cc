@@ -256,6 +256,17 @@ Status Filesystem::Start() {
   if (!IsDir(root->Core()))
     return Status::Corruption(fmt::format("root inode {} is not a directory", sb_.root_ino));
   root->pinned = true;
+  if (options_.discard && !options_.read_only) {
+    if (device_->SupportsDiscard()) {
+      const std::uint64_t bs = sb_.block_size;
+      alloc_->StartOnlineDiscard([this, bs](std::uint64_t block, std::uint64_t count) {
+        return device_->Discard(block * bs, count * bs);
+      });
+    } else {
+      Message(Severity::kWarning, "{}: -o discard: a {} device cannot discard; freed blocks are not given back",
+              options_.image.empty() ? device_->Describe() : options_.image, device_->kind());
+    }
+  }
   if (!options_.read_only) WALFS_RETURN_IF_ERROR(ProcessUnlinkedLists());
   Message(log_->recovery().ignored.empty() ? Severity::kInfo : Severity::kWarning, "{}: mounted{}; {}",
           options_.image.empty() ? device_->Describe() : options_.image,
@@ -1062,6 +1073,10 @@ std::string Filesystem::StatsText() const {
   const AllocStats as = alloc_->Stats();
   out += fmt::format("free_blocks {}\nreserved_blocks {}\nallocs {}\nfrees {}\nbusy_forces {}\n",
                      alloc_->FreeTotal(), reserved_blocks_.load(), as.allocs, as.frees, as.busy_forces);
+  out += fmt::format("trims {}\ntrimmed_bytes {}\ntrim_busy_skips {}\ndev_discards {}\n", counters_.trims.load(),
+                     counters_.trimmed_bytes.load(), as.trim_busy_skips, ds.discards);
+  out += fmt::format("online_discards {}\nonline_discard_blocks {}\nonline_discard_errors {}\n", as.online_discards,
+                     as.online_discard_blocks, as.online_discard_errors);
   const BufCacheStats bs = cache_->Stats();
   out += fmt::format("buffers {}\nbuffer_hits {}\nbuffer_misses {}\ninodes_cached {}\n", bs.buffers, bs.hits,
                      bs.misses, icache_->size());

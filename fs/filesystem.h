@@ -65,6 +65,12 @@ struct MountOptions {
   // filesystem and the image, so tests can fail its writes, flushes and
   // reads at run time (fault_device()); the mount's `-o fault_injection`.
   bool fault_injection = false;
+  // Online discard: every run freed is discarded (a hole punched in the
+  // image file, BLKDISCARD on a block device) once the checkpoint that
+  // freed it is on disk (Allocator::StartOnlineDiscard; docs/fs.md,
+  // "Discard").  Ignored, with a warning, on a device that cannot discard.
+  // The mount's `-o discard`.
+  bool discard = false;
 };
 
 // How a write ends that runs out of space part way (Filesystem::Write).
@@ -105,7 +111,8 @@ struct FsCounters {
   std::atomic<std::uint64_t> creates{0}, removes{0}, renames{0}, writes{0}, reads{0}, fsyncs{0},
       bytes_written{0}, bytes_read{0}, truncates{0}, inactivated{0},
       fsync_flushes_covered{0},  // data flushes fsync skipped: the log force's preflush covered them
-      syncs{0};  // Sync() calls that succeeded (.walfs/sync, fsync of a directory)
+      syncs{0},  // Sync() calls that succeeded (.walfs/sync, fsync of a directory)
+      trims{0}, trimmed_bytes{0};  // Trim() calls that succeeded, and the bytes they discarded
 };
 
 class Filesystem {
@@ -182,6 +189,14 @@ class Filesystem {
   // preflush, issued after those writes, already was.  A read-only mount
   // has nothing to sync.  Errors are the force's or the flush's.
   Status Sync();
+  // FITRIM (fstrim): discards the free space in bytes [start, start + len)
+  // in runs of at least minlen bytes, and returns the bytes discarded.  The
+  // log is forced first; space freed after that, or by a transaction whose
+  // checkpoint is not on disk, is left alone (docs/fs.md, "Discard").
+  // EINVAL for a start past the end, a len under a block or a minlen over
+  // an AG (as ext4 and XFS); EROFS on a read-only mount; EOPNOTSUPP when
+  // the device cannot discard.
+  Result<std::uint64_t> Trim(std::uint64_t start, std::uint64_t len, std::uint64_t minlen);
   Status Fallocate(std::uint64_t ino, int mode, std::uint64_t offset, std::uint64_t length);
   Result<std::uint64_t> Lseek(std::uint64_t ino, std::uint64_t offset, int whence);
 

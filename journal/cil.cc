@@ -386,6 +386,15 @@ void Cil::Committed(const std::shared_ptr<Ctx>& ctx, const Status& s, const Writ
     state_cv_.SignalAll();
     if (!s.ok()) push_cv_.SignalAll();  // the push thread stops
   }
+  if (s.ok()) {
+    MutexLock l(&hook_mu_);
+    if (committed_hook_) committed_hook_(ctx->seq);
+  }
+}
+
+void Cil::SetCommittedHook(std::function<void(std::uint64_t seq)> hook) {
+  MutexLock l(&hook_mu_);
+  committed_hook_ = std::move(hook);
 }
 
 void Cil::Fail(const Status& why) {

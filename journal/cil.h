@@ -150,6 +150,14 @@ class Cil {
   // Fails every waiter and refuses further commits.
   void Shutdown(const Status& why);
 
+  // Called with a checkpoint's sequence once its commit record is durable
+  // (after committed_seq() has reached it), on the log's completion thread:
+  // it must be short and must not wait for the log.  Online discard uses it
+  // (fs/alloc.h).  Replacing or clearing the hook waits for a call in
+  // progress, so after SetCommittedHook(nullptr) returns the old hook is
+  // never called again.
+  void SetCommittedHook(std::function<void(std::uint64_t seq)> hook) EXCLUDES(hook_mu_);
+
   std::uint64_t current_seq() const;
   // The newest sequence whose checkpoint is on disk.
   std::uint64_t committed_seq() const;
@@ -205,6 +213,9 @@ class Cil {
   Histogram lazy_ns_;  // lazy pushes: first commit -> written
   CondVar push_cv_;   // work for the push thread
   CondVar state_cv_;  // contexts swapped, pushed, committed; shutdown
+  // Lock order: after mu_ is let go (never both); held across a hook call.
+  Mutex hook_mu_;
+  std::function<void(std::uint64_t seq)> committed_hook_ GUARDED_BY(hook_mu_);
   std::thread pusher_;
 };
 

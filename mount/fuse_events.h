@@ -42,7 +42,7 @@ namespace walfs::mount {
   X(opendir, plain) X(readdir, plain) X(readdirplus, plain) X(releasedir, plain)              \
   X(fsyncdir, plain) X(statfs, plain) X(access, plain) X(setxattr, plain)                     \
   X(getxattr, plain) X(listxattr, plain) X(removexattr, plain) X(fallocate, fallocate)        \
-  X(lseek, plain) X(copy_file_range, plain) X(poll, plain)
+  X(lseek, plain) X(copy_file_range, plain) X(poll, plain) X(ioctl, plain)
 
 // A name field is three kChars fields: 24 bytes.
 inline constexpr int kTraceNameFields = 3;

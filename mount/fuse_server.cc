@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <poll.h>
 #include <sys/xattr.h>
 
@@ -383,6 +384,29 @@ void Lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info
   fuse_reply_lseek(req, static_cast<off_t>(*r));
 }
 
+// FITRIM (fstrim MNT), the one ioctl walfs answers (docs/fs.md, "Discard"):
+// a restricted ioctl, so the kernel copies the struct fstrim_range in and
+// out by the command's encoding, and on a directory only because INIT
+// granted FUSE_CAP_IOCTL_DIR.  The kernel asks CAP_SYS_ADMIN of FITRIM on
+// its own filesystems; FUSE passes the ioctl on unchecked with nothing but
+// the caller's ids, so walfs lets only root trim.  Every other command is
+// ENOTTY, as from a filesystem without ioctls.
+// struct fstrim_range is three u64s for 32-bit callers too, so
+// FUSE_IOCTL_COMPAT needs nothing of its own.
+void Ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file_info*, unsigned /*flags*/,
+           const void* in_buf, size_t in_bufsz, size_t out_bufsz) {
+  FuseServer* s = Server(req);
+  if (cmd != FITRIM || ControlDir::IsControlIno(ino)) return (void)FailErrno(req, ENOTTY);
+  if (fuse_req_ctx(req)->uid != 0) return (void)FailErrno(req, EPERM);  // first, as ext4 and XFS check
+  if (in_bufsz < sizeof(fstrim_range) || out_bufsz < sizeof(fstrim_range)) return (void)FailErrno(req, EINVAL);
+  fstrim_range range{};
+  std::memcpy(&range, in_buf, sizeof range);  // the kernel's ABI struct, not an on-disk one
+  Result<std::uint64_t> trimmed = s->fs()->Trim(range.start, range.len, range.minlen);
+  if (!trimmed.ok()) return ReplyErr(req, trimmed.status());
+  range.len = *trimmed;  // what fstrim prints
+  fuse_reply_ioctl(req, 0, &range, sizeof range);
+}
+
 void CopyFileRange(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, fuse_file_info*, fuse_ino_t ino_out,
                    off_t off_out, fuse_file_info*, size_t len, int flags) {
   FuseServer* s = Server(req);
@@ -686,6 +710,7 @@ fuse_lowlevel_ops MakeOps() {
   ops.lseek = Traced<&kFuseOp_lseek, Lseek>::Call;
   ops.copy_file_range = Traced<&kFuseOp_copy_file_range, CopyFileRange>::Call;
   ops.poll = Traced<&kFuseOp_poll, Poll>::Call;
+  ops.ioctl = Traced<&kFuseOp_ioctl, Ioctl>::Call;
   return ops;
 }
 

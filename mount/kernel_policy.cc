@@ -20,6 +20,10 @@ void KernelPolicy::Negotiate(fuse_conn_info* conn) const {
   // default ACL replaces (fs/filesystem_acl.cc, docs/fs.md "POSIX ACLs").
   if (conn->capable & FUSE_CAP_POSIX_ACL) conn->want |= FUSE_CAP_POSIX_ACL;
   if (conn->capable & FUSE_CAP_DONT_MASK) conn->want |= FUSE_CAP_DONT_MASK;
+  // fstrim sends FITRIM on the mount's root directory; libfuse refuses
+  // directory ioctls with ENOTTY unless this was granted (it is libfuse's
+  // default; asked for here so that the choice is written down).
+  if (conn->capable & FUSE_CAP_IOCTL_DIR) conn->want |= FUSE_CAP_IOCTL_DIR;
 }
 
 fuse_entry_param KernelPolicy::Entry(const struct stat& st) const {

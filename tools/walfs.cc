@@ -59,6 +59,7 @@ struct Config {
   int norecovery = 0;
   int sync_io = 0;  // io=sync: pread/pwrite instead of io_uring
   int fault_injection = 0;
+  int discard = 0;
   char* trace_wakeup = nullptr;
   char* trace_delay_us = nullptr;
   char* trace_recursion = nullptr;
@@ -100,6 +101,7 @@ const fuse_opt kOptions[] = {
     WALFS_OPT("norecovery", norecovery),
     WALFS_OPT("io=sync", sync_io),
     WALFS_OPT("fault_injection", fault_injection),
+    WALFS_OPT("discard", discard),
     WALFS_OPT("trace_wakeup=%s", trace_wakeup),
     WALFS_OPT("trace_delay_us=%s", trace_delay_us),
     WALFS_OPT("trace_recursion=%s", trace_recursion),
@@ -172,6 +174,9 @@ void Usage() {
       "  -o flush_requests, opendir_requests, nokillpriv_v2\n"
       "                          let the kernel send FLUSH on close / OPENDIR, or clear set-id\n"
       "                          bits itself (default: it need not; docs/fuse_policy.md)\n"
+      "  -o discard              give freed blocks back to the image file (a punched hole) or\n"
+      "                          device (BLKDISCARD) once their free is on disk (default: only\n"
+      "                          fstrim MOUNTPOINT does)\n"
       "  -o fault_injection      testing: fail the image's I/O on command (MOUNTPOINT/.walfs/fault)\n"
       "  -o trace_poll           poll(2) on .walfs/trace_pipe waits for events (costs every\n"
       "                          io_uring read and write a FUSE round trip; see the README)\n"
@@ -306,6 +311,7 @@ int main(int argc, char** argv) {
   if (!ParseNumber("lazy_commit_ms", cfg.lazy_commit, 0, 1000, &n, "milliseconds (0: off)")) return 1;
   mo.lazy_commit_ms = static_cast<std::uint32_t>(n);
   mo.fault_injection = cfg.fault_injection != 0;
+  mo.discard = cfg.discard != 0;
   if (cfg.wake) {
     auto m = walfs::journal::ParseWakeMode(cfg.wake);
     if (!m.ok()) return Fail(fmt::format("wake={}: {}", cfg.wake, m.status().message()));

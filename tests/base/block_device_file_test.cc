@@ -119,6 +119,30 @@ TEST_P(FileDeviceEngine, SyncCallsRoundTrip) {
             std::vector<std::byte>(data.begin(), data.begin() + 4096));
 }
 
+TEST_P(FileDeviceEngine, DiscardPunchesAHoleThatReadsAsZerosAndFreesTheFilesBlocks) {
+  const std::vector<std::byte> data = Pattern(kFileBytes, 4);
+  ASSERT_TRUE(dev_->Write(0, data.data(), data.size()).ok());
+  ASSERT_TRUE(dev_->Flush().ok());
+  struct stat before {};
+  ASSERT_EQ(::stat(file_->path().c_str(), &before), 0);
+  ASSERT_TRUE(dev_->SupportsDiscard());
+  Status s = dev_->Discard(64 << 10, 512 << 10);
+  if (s.code() == StatusCode::kNotSupported) GTEST_SKIP() << "no hole punching here: " << s.ToString();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  struct stat after {};
+  ASSERT_EQ(::stat(file_->path().c_str(), &after), 0);
+  EXPECT_EQ(after.st_size, before.st_size);  // KEEP_SIZE
+  EXPECT_LE(after.st_blocks, before.st_blocks - (512 << 10) / 512 + 64)
+      << "the punched range's blocks went back to the filesystem";
+  EXPECT_EQ(file_->Contents(64 << 10, 512 << 10), std::vector<std::byte>(512 << 10));
+  EXPECT_EQ(file_->Contents(0, 64 << 10),
+            std::vector<std::byte>(data.begin(), data.begin() + (64 << 10)));
+  EXPECT_EQ(file_->Contents(576 << 10, 64 << 10),
+            std::vector<std::byte>(data.begin() + (576 << 10), data.begin() + (640 << 10)));
+  EXPECT_EQ(dev_->stats().bytes_discarded, 512u << 10);
+  EXPECT_EQ(dev_->Discard(kFileBytes - 4096, 8192).code(), StatusCode::kInvalidArgument);
+}
+
 TEST_P(FileDeviceEngine, BatchedRequestsRoundTripWithEveryFlag) {
   std::vector<std::vector<std::byte>> data;
   for (unsigned i = 0; i < 8; ++i) data.push_back(Pattern(8192, i));

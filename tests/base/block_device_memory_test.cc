@@ -62,6 +62,32 @@ TEST(MemoryDevice, CountsFlushesAndPreflushes) {
   EXPECT_EQ(dev.flush_count(), 2u);
 }
 
+TEST(MemoryDevice, DiscardZeroesTheRangeAndOnlyIt) {
+  MemoryDevice dev(1 << 16, 512);
+  const std::vector<std::byte> data = Pattern(3 * 4096, 3);
+  ASSERT_TRUE(dev.Write(0, data.data(), data.size()).ok());
+  EXPECT_TRUE(dev.SupportsDiscard());
+  ASSERT_TRUE(dev.Discard(4096, 4096).ok());
+  const std::vector<std::byte> image = dev.Contents();
+  EXPECT_TRUE(std::equal(data.begin(), data.begin() + 4096, image.begin()));
+  EXPECT_EQ(std::vector<std::byte>(image.begin() + 4096, image.begin() + 8192),
+            std::vector<std::byte>(4096));
+  EXPECT_TRUE(std::equal(data.begin() + 8192, data.end(), image.begin() + 8192));
+  EXPECT_EQ(dev.stats().discards, 1u);
+  EXPECT_EQ(dev.stats().bytes_discarded, 4096u);
+}
+
+TEST(MemoryDevice, DiscardRefusesRangesOutsideTheDeviceOrOffTheSector) {
+  MemoryDevice dev(1 << 16, 512);
+  EXPECT_EQ(dev.Discard((1 << 16) - 512, 1024).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(dev.Discard(~std::uint64_t{0} - 511, 1024).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(dev.Discard(100, 512).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(dev.Discard(512, 100).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(dev.Discard(512, 0).ok());
+  EXPECT_EQ(dev.stats().refused, 4u);
+  EXPECT_EQ(dev.stats().discards, 0u);
+}
+
 // Several threads, each on its own slice, mixing sync and batched calls:
 // under TSan this is the thread-safety check.
 TEST(MemoryDevice, ConcurrentUseFromSeveralThreads) {

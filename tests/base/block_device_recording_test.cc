@@ -81,6 +81,24 @@ TEST_F(RecordingDeviceTest, RecordsWritesAndFlushesInIssueOrder) {
   EXPECT_EQ(disk_.Contents()[8192], std::byte{3}) << "writes reach the inner device";
 }
 
+TEST_F(RecordingDeviceTest, ADiscardIsRecordedAsAWriteOfZerosAndReachesTheInnerDevice) {
+  const auto a = Filled(4096, 7);
+  ASSERT_TRUE(rec_->Write(4096, a.data(), a.size()).ok());
+  EXPECT_TRUE(rec_->SupportsDiscard());
+  ASSERT_TRUE(rec_->Discard(4096, 2048).ok());
+  const std::vector<RecordedOp> ops = rec_->ops();
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[1].kind, RecordedOp::Kind::kWrite);
+  EXPECT_EQ(ops[1].offset, 4096u);
+  EXPECT_EQ(ops[1].data, Filled(2048, 0));
+  EXPECT_EQ(ops[1].completed_before, 2u);
+  EXPECT_EQ(disk_.Contents()[4096], std::byte{0}) << "the inner device discarded it";
+  EXPECT_EQ(disk_.Contents()[4096 + 2048], std::byte{7});
+  // A crash state before the discard still holds the data.
+  EXPECT_EQ(Image(1)[4096], std::byte{7});
+  EXPECT_EQ(Image(2), disk_.Contents());
+}
+
 TEST_F(RecordingDeviceTest, EveryPrefixEndingAtAFlushIsTheImageAtThatFlush) {
   std::vector<std::vector<std::byte>> at_flush;
   for (int i = 0; i < 40; ++i) {

@@ -1,0 +1,103 @@
+// Allocator::Trim: FITRIM's walk over the free-space bitmaps (docs/fs.md,
+// "Discard").
+#include <algorithm>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "fs/alloc.h"
+#include "fs/format/ag_format.h"
+
+namespace walfs::fs {
+
+namespace {
+// Free runs discarded per hold of an AG header: the header is then let go,
+// so that allocations in the AG wait for at most this many discards.
+constexpr int kTrimRunsPerHold = 64;
+
+// The first agblock in [at, stop) that is `used`, or stop.  The caller
+// holds the AG header, which serializes every change to the bitmap.
+std::uint64_t FindBit(const std::vector<BufRef>& bitmap, std::uint64_t bits, std::uint64_t at,
+                      std::uint64_t stop, bool used) NO_THREAD_SAFETY_ANALYSIS {
+  while (at < stop) {
+    const std::uint64_t index = at / bits, base = index * bits;
+    const std::uint64_t limit = std::min(stop, base + bits);
+    const std::uint64_t hit = base + format::BitmapFind(bitmap[index]->data(), at - base, limit - base, used);
+    if (hit < limit) return hit;
+    at = limit;
+  }
+  return stop;
+}
+}  // namespace
+
+Result<std::uint64_t> Allocator::Trim(const TrimRequest& r, const DiscardFn& discard) {
+  const std::uint64_t end = std::min(r.end, sb_->total_blocks);
+  std::uint64_t blocks = 0;
+  for (std::uint32_t agno = 0; agno < sb_->ag_count; ++agno) {
+    const std::uint64_t ag_start = sb_->AgStart(agno);
+    const std::uint64_t ag_end = ag_start + sb_->AgLength(agno);
+    if (ag_end <= r.first || ag_start >= end) continue;
+    const auto from = static_cast<std::uint32_t>(std::max(r.first, ag_start) - ag_start);
+    const auto to = static_cast<std::uint32_t>(std::min(end, ag_end) - ag_start);
+    WALFS_RETURN_IF_ERROR(TrimAg(agno, from, to, std::max<std::uint32_t>(1, r.min), discard, &blocks));
+  }
+  return blocks;
+}
+
+Status Allocator::TrimAg(std::uint32_t agno, std::uint32_t from, std::uint32_t to, std::uint32_t min,
+                         const DiscardFn& discard, std::uint64_t* blocks) NO_THREAD_SAFETY_ANALYSIS {
+  const std::uint64_t bits = format::BitsPerBitmapBlock(sb_->block_size);
+  std::uint32_t b = std::max(from, format::AgFirstFree(*sb_));
+  while (b < to) {
+    WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), format::BlockType::kAgHeader));
+    std::vector<BufRef> bitmap;
+    for (std::uint32_t i = 0; i < sb_->bitmap_blocks; ++i) {
+      WALFS_ASSIGN_OR_RETURN(BufRef bm, cache_->Read(sb_->AgStart(agno) + format::AgBitmapStart() + i,
+                                                     format::BlockType::kBitmap));
+      bitmap.push_back(std::move(bm));
+    }
+    // Held as a transaction's HoldAgHeader holds it: every allocation and
+    // free in this AG changes the bitmap only under this lock, and a free
+    // registers its run busy before letting go of it.  So while we hold it,
+    // a run free in the bitmap and not busy was freed by a checkpoint that
+    // is on disk (or was never allocated since mkfs), and no one can
+    // allocate it before its discard has returned.  Only this one AG
+    // header is held, and nothing else is waited for under it.
+    agh->Lock();
+    Status status;
+    for (int runs = 0; status.ok() && b < to && runs < kTrimRunsPerHold;) {
+      const auto free = static_cast<std::uint32_t>(FindBit(bitmap, bits, b, to, /*used=*/false));
+      if (free >= to) {
+        b = to;
+        break;
+      }
+      const auto used = static_cast<std::uint32_t>(FindBit(bitmap, bits, free, to, /*used=*/true));
+      // [free, used) is free in the bitmap; discard its parts that are not busy.
+      for (std::uint32_t s = free; s < used;) {
+        const BusyRun busy = FirstBusy(agno, s, used - s);
+        const std::uint32_t stop = busy.kind == BusyKind::kNone ? used : busy.start;
+        if (stop > s && stop - s >= min) {
+          status = discard(sb_->AgStart(agno) + s, stop - s);
+          if (!status.ok()) break;
+          *blocks += stop - s;
+          ++runs;
+          MutexLock l(&mu_);
+          ++stats_.trim_runs;
+          stats_.trim_blocks += stop - s;
+        }
+        if (busy.kind == BusyKind::kNone) break;
+        {
+          MutexLock l(&mu_);
+          ++stats_.trim_busy_skips;
+        }
+        s = std::min(busy.end, used);
+      }
+      b = used;
+    }
+    agh->Unlock();
+    WALFS_RETURN_IF_ERROR(status);
+  }
+  return Status::Ok();
+}
+
+}  // namespace walfs::fs
