@@ -121,12 +121,12 @@ std::string StatsText(std::string mount_stats, const tracing::TracerStats& s, bo
                  "tracer:\n"
                  "  tracing_on: {}\n  entries: {}\n  overruns: {}\n  drops: {}\n"
                  "  recursion_misses: {}\n  writer_wake_syscalls: {}\n  lost_unattached: {}\n"
-                 "  reader_sleeps: {}\n  reader_wakeups: {}\n  waker_arms: {}\n"
+                 "  reader_sleeps: {}\n  reader_naps: {}\n  reader_wakeups: {}\n  waker_arms: {}\n"
                  "  watermark_wakes: {}\n  safety_timeouts: {}\n  membarrier: {}\n  rings: {}\n",
                  tracing_on ? 1 : 0, s.totals.entries,
                  s.totals.overruns, s.totals.drops, s.totals.recursion_misses,
                  s.totals.writer_wake_syscalls, s.lost_unattached, s.reader_sleeps,
-                 s.reader_wakeups, s.waker_arms, s.watermark_wakes, s.safety_timeouts,
+                 s.reader_naps, s.reader_wakeups, s.waker_arms, s.watermark_wakes, s.safety_timeouts,
                  s.membarrier ? 1 : 0, s.rings.size());
   for (const tracing::RingStats& r : s.rings)
     fmt::format_to(it,

@@ -15,10 +15,42 @@ std::string_view CommOf(const TraceEntry& entry) {
   return entry.comm ? std::string_view(*entry.comm) : kUnknownComm;
 }
 
+// The line is built with appends and fmt::format_int, not format strings:
+// trace_pipe formats every record on the daemon's CPU, and a format string
+// parsed per field cost several hundred instructions a line
+// (trace_bench's reader table has the text reader's cost per record).
+void AppendPadded(std::string_view s, std::size_t width, bool right, std::string* out) {
+  if (right && s.size() < width) out->append(width - s.size(), ' ');
+  out->append(s);
+  if (!right && s.size() < width) out->append(width - s.size(), ' ');
+}
+
+void AppendZeroPadded(std::uint64_t v, std::size_t width, std::string* out) {
+  const fmt::format_int digits(v);
+  if (digits.size() < width) out->append(width - digits.size(), '0');
+  out->append(digits.data(), digits.size());
+}
+
+void AppendHex(std::uint64_t v, std::string* out) {
+  char buf[18];
+  char* p = buf + sizeof(buf);
+  do {
+    *--p = "0123456789abcdef"[v & 0xf];
+    v >>= 4;
+  } while (v != 0);
+  *--p = 'x';
+  *--p = '0';
+  out->append(p, static_cast<std::size_t>(buf + sizeof(buf) - p));
+}
+
 // `comm-tid ` with ftrace's widths ("%16s-%-7d "), shared by record and lost
 // lines so that their columns line up.
 void AppendTask(std::string_view comm, std::uint64_t tid, std::string* out) {
-  fmt::format_to(std::back_inserter(*out), "{:>16}-{:<7} ", comm, tid);
+  AppendPadded(comm, 16, true, out);
+  out->push_back('-');
+  const fmt::format_int t(tid);
+  AppendPadded(std::string_view(t.data(), t.size()), 7, false, out);
+  out->push_back(' ');
 }
 
 bool IsCallerEvent(const EventInfo& e) {
@@ -31,22 +63,26 @@ bool IsTaskEvent(const EventInfo& e) {
 }
 
 void AppendField(std::string_view name, FieldKind kind, std::uint64_t value, std::string* out) {
-  auto it = std::back_inserter(*out);
+  out->push_back(' ');
+  out->append(name);
+  out->push_back('=');
   switch (kind) {
-    case FieldKind::kU64:
-      fmt::format_to(it, " {}={}", name, value);
+    case FieldKind::kU64: {
+      const fmt::format_int v(value);
+      out->append(v.data(), v.size());
       return;
-    case FieldKind::kI64:
-      fmt::format_to(it, " {}={}", name, static_cast<std::int64_t>(value));
+    }
+    case FieldKind::kI64: {
+      const fmt::format_int v(static_cast<std::int64_t>(value));
+      out->append(v.data(), v.size());
       return;
+    }
     case FieldKind::kHex:
-      fmt::format_to(it, " {}={:#x}", name, value);
-      return;
-    case FieldKind::kChars:
-      break;  // runs of them are printed by AppendFields
+    case FieldKind::kChars:  // runs of them are printed by AppendTextLine
+      break;
   }
-  // A kind this build does not know (a newer file): print it raw.
-  fmt::format_to(it, " {}={:#x}", name, value);
+  // Hex, or a kind this build does not know (a newer file): raw.
+  AppendHex(value, out);
 }
 
 }  // namespace
@@ -87,7 +123,14 @@ void AppendTextLine(const TraceEntry& entry, const EventTable& events, std::stri
   }
   // ns2usecs(): round to the nearest microsecond, then split.
   const std::uint64_t usecs = r.timestamp / 1000 + (r.timestamp % 1000 >= 500 ? 1 : 0);
-  fmt::format_to(it, "[{:03}] {:5}.{:06}: ", r.cpu, usecs / 1'000'000, usecs % 1'000'000);
+  out->push_back('[');
+  AppendZeroPadded(r.cpu, 3, out);
+  out->append("] ");
+  const fmt::format_int secs(usecs / 1'000'000);
+  AppendPadded(std::string_view(secs.data(), secs.size()), 5, true, out);
+  out->push_back('.');
+  AppendZeroPadded(usecs % 1'000'000, 6, out);
+  out->append(": ");
   if (const EventInfo* e = event) {
     out->append(e->subsystem).append("_").append(e->name).append(":");
     for (std::size_t i = caller ? 1 : 0; i < e->fields.size();) {
@@ -109,7 +152,11 @@ void AppendTextLine(const TraceEntry& entry, const EventTable& events, std::stri
       }
       i += n;
     }
-    if (caller) fmt::format_to(it, " worker={}-{}", CommOf(entry), entry.tid);
+    if (caller) {
+      out->append(" worker=").append(CommOf(entry)).push_back('-');
+      const fmt::format_int t(entry.tid);
+      out->append(t.data(), t.size());
+    }
   } else {
     fmt::format_to(it, "unknown_event_{}:", r.event_id);
     for (int i = 0; i < kMaxFields; ++i) fmt::format_to(it, " f{}={:#x}", i, r.fields[i]);

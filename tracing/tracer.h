@@ -43,7 +43,8 @@ struct TracerStats {
   RingCounters totals;                 // over every ring, freed ones included
   std::uint64_t lost_unattached = 0;   // events from a signal handler of a thread without a
                                        // ring, or from a thread's exit after its ring retired
-  std::uint64_t reader_sleeps = 0;     // a reader found nothing and slept
+  std::uint64_t reader_sleeps = 0;     // a reader found nothing and slept (after its nap)
+  std::uint64_t reader_naps = 0;       // deferred mode: naps of the wakeup delay before that
   std::uint64_t reader_wakeups = 0;    // wakes that reached a sleeping reader (writer, waker, watermark)
   std::uint64_t waker_arms = 0;        // deferred wakeups armed by a commit
   std::uint64_t watermark_wakes = 0;
@@ -119,6 +120,7 @@ class Tracer {
 
   std::atomic<std::uint64_t> lost_unattached_{0};
   std::atomic<std::uint64_t> reader_sleeps_{0};
+  std::atomic<std::uint64_t> reader_naps_{0};
   std::atomic<std::uint64_t> reader_wakeups_{0};
   std::atomic<std::uint64_t> waker_arms_{0};
   std::atomic<std::uint64_t> watermark_wakes_{0};
