@@ -9,6 +9,7 @@
 
 #include "base/check.h"
 #include "base/coding.h"
+#include "fs/alloc_bitmap.h"
 #include "fs/format/ag_format.h"
 
 namespace walfs::fs {
@@ -21,24 +22,6 @@ namespace {
 constexpr std::uint64_t kPendingSeq = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint32_t kAgHeaderFreeOffset = 56;  // ag_format.h: free_blocks u32
 
-// Bitmap access across the AG's bitmap blocks (held or not: the AG header
-// lock, which the caller holds, serializes every change to them).
-struct BitmapView {
-  const format::Superblock& sb;
-  std::vector<BufRef> blocks;
-  // The first agblock in [from, to) that is `used`, or `to`.
-  std::uint64_t Find(std::uint64_t from, std::uint64_t to, bool used) const NO_THREAD_SAFETY_ANALYSIS {
-    const std::uint64_t bits = format::BitsPerBitmapBlock(sb.block_size);
-    while (from < to) {
-      const std::uint64_t index = from / bits, base = index * bits;
-      const std::uint64_t stop = std::min(to, base + bits);
-      const std::uint64_t hit = base + format::BitmapFind(blocks[index]->data(), from - base, stop - base, used);
-      if (hit < stop) return hit;
-      from = stop;
-    }
-    return to;
-  }
-};
 }  // namespace
 
 Result<BufRef> Allocator::HoldAgHeader(FsTransaction* tx, std::uint32_t agno, AgHeader* header,

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "fs/alloc.h"
+#include "fs/alloc_bitmap.h"
 #include "fs/format/ag_format.h"
 
 namespace walfs::fs {
@@ -14,20 +15,6 @@ namespace {
 // Free runs discarded per hold of an AG header: the header is then let go,
 // so that allocations in the AG wait for at most this many discards.
 constexpr int kTrimRunsPerHold = 64;
-
-// The first agblock in [at, stop) that is `used`, or stop.  The caller
-// holds the AG header, which serializes every change to the bitmap.
-std::uint64_t FindBit(const std::vector<BufRef>& bitmap, std::uint64_t bits, std::uint64_t at,
-                      std::uint64_t stop, bool used) NO_THREAD_SAFETY_ANALYSIS {
-  while (at < stop) {
-    const std::uint64_t index = at / bits, base = index * bits;
-    const std::uint64_t limit = std::min(stop, base + bits);
-    const std::uint64_t hit = base + format::BitmapFind(bitmap[index]->data(), at - base, limit - base, used);
-    if (hit < limit) return hit;
-    at = limit;
-  }
-  return stop;
-}
 }  // namespace
 
 Result<std::uint64_t> Allocator::Trim(const TrimRequest& r, const DiscardFn& discard) {
@@ -46,15 +33,14 @@ Result<std::uint64_t> Allocator::Trim(const TrimRequest& r, const DiscardFn& dis
 
 Status Allocator::TrimAg(std::uint32_t agno, std::uint32_t from, std::uint32_t to, std::uint32_t min,
                          const DiscardFn& discard, std::uint64_t* blocks) NO_THREAD_SAFETY_ANALYSIS {
-  const std::uint64_t bits = format::BitsPerBitmapBlock(sb_->block_size);
   std::uint32_t b = std::max(from, format::AgFirstFree(*sb_));
   while (b < to) {
     WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), format::BlockType::kAgHeader));
-    std::vector<BufRef> bitmap;
+    BitmapView bitmap{*sb_, {}};
     for (std::uint32_t i = 0; i < sb_->bitmap_blocks; ++i) {
       WALFS_ASSIGN_OR_RETURN(BufRef bm, cache_->Read(sb_->AgStart(agno) + format::AgBitmapStart() + i,
                                                      format::BlockType::kBitmap));
-      bitmap.push_back(std::move(bm));
+      bitmap.blocks.push_back(std::move(bm));
     }
     // Held as a transaction's HoldAgHeader holds it: every allocation and
     // free in this AG changes the bitmap only under this lock, and a free
@@ -66,12 +52,12 @@ Status Allocator::TrimAg(std::uint32_t agno, std::uint32_t from, std::uint32_t t
     agh->Lock();
     Status status;
     for (int runs = 0; status.ok() && b < to && runs < kTrimRunsPerHold;) {
-      const auto free = static_cast<std::uint32_t>(FindBit(bitmap, bits, b, to, /*used=*/false));
+      const auto free = static_cast<std::uint32_t>(bitmap.Find(b, to, /*used=*/false));
       if (free >= to) {
         b = to;
         break;
       }
-      const auto used = static_cast<std::uint32_t>(FindBit(bitmap, bits, free, to, /*used=*/true));
+      const auto used = static_cast<std::uint32_t>(bitmap.Find(free, to, /*used=*/true));
       // [free, used) is free in the bitmap; discard its parts that are not busy.
       for (std::uint32_t s = free; s < used;) {
         const BusyRun busy = FirstBusy(agno, s, used - s);
