@@ -57,8 +57,11 @@ Status RawTraceReader::Fill(std::size_t max_bytes) {
     std::size_t fit = room > kSectionOverhead + kRecordSize
                           ? (room - kSectionOverhead) / kRecordSize - 1
                           : 0;
-    // No more than the ring holds: the in-place area is zeroed when made.
-    fit = std::min<std::size_t>({fit, ring.capacity(), ring.Unread()});
+    // No more than the ring holds (the in-place area is zeroed when made),
+    // and no section over the format's limit (rings go up to 1 GiB).
+    constexpr std::size_t kMaxSectionRecords =
+        (trace_file::kMaxSectionPayload - trace_file::kChunkPrefixSize) / kRecordSize - 1;
+    fit = std::min<std::size_t>({fit, ring.capacity(), ring.Unread(), kMaxSectionRecords});
     if (fit == 0) {
       if (at > 0) break;
       fit = 1;
