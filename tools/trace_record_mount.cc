@@ -63,19 +63,31 @@ Status WriteSmallFile(const fs::path& p, std::string_view v) {
   return Status::Ok();
 }
 
-// The per-event enable files the patterns name, with their values now, so
-// that the end of the recording can put them back.
-Result<std::map<fs::path, std::string>> EventEnables(const fs::path& events_dir,
-                                                     const std::string& patterns) {
-  std::map<fs::path, std::string> out;
-  std::string list = patterns.empty() ? "all" : patterns;
+// The patterns of -e, "all" when there are none.
+std::vector<std::string> Patterns(const std::string& list) {
+  std::vector<std::string> out;
   std::size_t at = 0;
   while (at <= list.size()) {
     const std::size_t comma = std::min(list.find(',', at), list.size());
-    const std::string pattern = list.substr(at, comma - at);
+    if (comma > at) out.push_back(list.substr(at, comma - at));
     at = comma + 1;
-    if (pattern.empty()) continue;
-    const fs::path dir = pattern == "all" ? events_dir : events_dir / pattern;
+  }
+  if (out.empty()) out.push_back("all");
+  return out;
+}
+
+// A pattern's directory below events/: events/ itself for "all".
+fs::path PatternDir(const fs::path& events_dir, const std::string& pattern) {
+  return pattern == "all" ? events_dir : events_dir / pattern;
+}
+
+// The per-event enable files the patterns name, with their values now, so
+// that the end of the recording can put them back.
+Result<std::map<fs::path, std::string>> EventEnables(const fs::path& events_dir,
+                                                     const std::vector<std::string>& patterns) {
+  std::map<fs::path, std::string> out;
+  for (const std::string& pattern : patterns) {
+    const fs::path dir = PatternDir(events_dir, pattern);
     std::error_code ec;
     if (!fs::is_directory(dir, ec))
       return Status::NotFound(fmt::format(
@@ -89,21 +101,6 @@ Result<std::map<fs::path, std::string>> EventEnables(const fs::path& events_dir,
       out.emplace(it->path(), v);
     }
     if (ec) return Status::FromErrno(ec.value(), "listing " + dir.string());
-  }
-  return out;
-}
-
-// The enable file of each pattern's level: events/enable for "all" (or no
-// pattern), events/SUBSYSTEM/enable, events/SUBSYSTEM/EVENT/enable.
-std::vector<fs::path> EnableFiles(const fs::path& events_dir, const std::string& patterns) {
-  std::vector<fs::path> out;
-  const std::string list = patterns.empty() ? "all" : patterns;
-  std::size_t at = 0;
-  while (at <= list.size()) {
-    const std::size_t comma = std::min(list.find(',', at), list.size());
-    const std::string pattern = list.substr(at, comma - at);
-    at = comma + 1;
-    if (!pattern.empty()) out.push_back((pattern == "all" ? events_dir : events_dir / pattern) / "enable");
   }
   return out;
 }
@@ -181,7 +178,8 @@ int RecordMount(const MountRecordOptions& o) {
   if (!fs::exists(pipe, ec))
     return Fail(fmt::format("{}: not a walfs mount (no {}): is it mounted, and by a walfs with "
                             "trace_pipe_raw?", o.mount, pipe.string()));
-  Result<std::map<fs::path, std::string>> enables = EventEnables(ctl / "events", o.events);
+  const std::vector<std::string> patterns = Patterns(o.events);
+  Result<std::map<fs::path, std::string>> enables = EventEnables(ctl / "events", patterns);
   if (!enables.ok()) return Fail(enables.status().ToString());
 
   // The events on, then a fresh buffer (as trace-cmd record starts with):
@@ -192,8 +190,8 @@ int RecordMount(const MountRecordOptions& o) {
       if (Status s = WriteSmallFile(path, value); !s.ok())
         fmt::print(stderr, "walfs-trace: could not restore {}: {}\n", path.string(), s.ToString());
   };
-  for (const fs::path& level : EnableFiles(ctl / "events", o.events))
-    if (Status s = WriteSmallFile(level, "1"); !s.ok()) {
+  for (const std::string& pattern : patterns)
+    if (Status s = WriteSmallFile(PatternDir(ctl / "events", pattern) / "enable", "1"); !s.ok()) {
       restore();
       return Fail(s.ToString());
     }

@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
                      "Record this walfs mount's trace until the program exits, --duration passes "
                      "or SIGINT; event enable bits are restored at the end");
   record->add_option("--duration", record_duration, "With --mount: stop after this many seconds")
-      ->check(CLI::PositiveNumber);
+      ->check(walfs::cli::Positive());
   record->add_option("command", command,
                      "The program and its arguments (after --); optional with --mount");
 

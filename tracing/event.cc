@@ -100,6 +100,11 @@ std::vector<const EventDef*> Catalogue::Events() const {
   return {events_.begin(), events_.end()};
 }
 
+std::size_t Catalogue::size() const {
+  MutexLock l(&mu_);
+  return events_.size();
+}
+
 const EventDef* Catalogue::Find(std::string_view subsystem, std::string_view name) const {
   MutexLock l(&mu_);
   for (const EventDef* e : events_)

@@ -120,6 +120,7 @@ class Catalogue {
   static Catalogue& Get();
 
   std::vector<const EventDef*> Events() const;
+  std::size_t size() const;  // events registered so far (ids 1..size)
   const EventDef* Find(std::string_view subsystem, std::string_view name) const;
   const EventDef* ById(std::uint16_t id) const;
   std::vector<std::string> Subsystems() const;

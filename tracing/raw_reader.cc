@@ -28,7 +28,7 @@ RawTraceReader::RawTraceReader(Tracer* tracer, const TraceFileInfo& info)
     : tracer_(tracer), writer_(TraceFileWriter::ToBuffer(&pending_, info)) {}
 
 Status RawTraceReader::SyncCatalogue() {
-  const std::size_t n = Catalogue::Get().Events().size();
+  const std::size_t n = Catalogue::Get().size();
   if (n == catalogue_size_) return Status::Ok();
   WALFS_RETURN_IF_ERROR(writer_->AddEvents(EventTable::FromCatalogue(Catalogue::Get())));
   catalogue_size_ = n;

@@ -175,16 +175,7 @@ Status TraceFileWriter::Append(const TraceEntry& entry) {
           fmt::format("trace event id {} is not in the file's catalogue", r.event_id));
   }
   if (entry.comm) {
-    auto it = threads_.find(entry.tid);
-    if (it == threads_.end() || it->second != *entry.comm) {
-      // A threads section names the tid for the whole chunk after it, so
-      // records already buffered keep the old name, or none: they go out
-      // first.
-      if (it != threads_.end() || unnamed_in_chunk_.contains(entry.tid))
-        WALFS_RETURN_IF_ERROR(Flush());
-      threads_[entry.tid] = *entry.comm;
-      pending_threads_[entry.tid] = *entry.comm;
-    }
+    WALFS_RETURN_IF_ERROR(NameThread(entry.tid, *entry.comm));
   } else if (!threads_.contains(entry.tid)) {
     unnamed_in_chunk_.insert(entry.tid);
   }
@@ -202,7 +193,8 @@ Status TraceFileWriter::NameThread(std::uint32_t tid, std::string_view comm) {
   if (!error_.ok()) return error_;
   auto it = threads_.find(tid);
   if (it != threads_.end() && it->second == comm) return Status::Ok();
-  // Buffered entries of this tid keep the name they had, or none.
+  // A threads section names the tid for the whole chunk after it, so
+  // entries already buffered keep the old name, or none: they go out first.
   if (it != threads_.end() || unnamed_in_chunk_.contains(tid)) WALFS_RETURN_IF_ERROR(Flush());
   threads_[tid] = std::string(comm);
   pending_threads_[tid] = std::string(comm);
