@@ -25,6 +25,7 @@ class Histogram {
 
   std::uint64_t Count() const { return count_.load(std::memory_order_relaxed); }
   std::int64_t Max() const { return max_.load(std::memory_order_relaxed); }
+  std::uint64_t Sum() const { return sum_.load(std::memory_order_relaxed); }
   double Mean() const;
   // The value at quantile q in [0, 1] (upper bound of its bucket, clamped to Max()).
   std::int64_t Percentile(double q) const;

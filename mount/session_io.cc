@@ -28,6 +28,16 @@ struct Serving {
 };
 thread_local Serving serving;
 
+// This worker is counted busy in `io` (from a read's return to its next
+// read); a worker libfuse retires after a request stops counting at exit.
+struct BusySpell {
+  SessionIo* io = nullptr;
+  ~BusySpell() {
+    if (io != nullptr) io->WorkerIdle();
+  }
+};
+thread_local BusySpell busy_spell;
+
 std::string_view OpcodeName(std::uint32_t op) {
   static constexpr std::string_view kNames[] = {
       "",          "lookup",    "forget",      "getattr",    "setattr",     "readlink",  "symlink",
@@ -67,8 +77,11 @@ bool IsControlRequest(const fuse_in_header& in, const void* buf, std::size_t len
 SessionIo& Io(void* userdata) { return static_cast<FuseServer*>(userdata)->session_io(); }
 
 ssize_t ReadRequest(int fd, void* buf, size_t len, void* userdata) {
+  SessionIo& io = Io(userdata);
+  io.Reading();
   const ssize_t n = ::read(fd, buf, len);
-  if (n > 0) Io(userdata).Received(buf, static_cast<std::size_t>(n));
+  io.ReadDone();
+  if (n > 0) io.Received(buf, static_cast<std::size_t>(n));
   return n;
 }
 
@@ -89,6 +102,27 @@ Status SessionIo::Attach(fuse_session* se) {
 
 bool SessionIo::KillSuidgid() { return serving.kill_suidgid; }
 bool SessionIo::Tmpfile() { return serving.tmpfile; }
+
+void SessionIo::WorkerIdle() { busy_.fetch_sub(1, std::memory_order_relaxed); }
+
+void SessionIo::Reading() {
+  if (busy_spell.io != nullptr) {
+    busy_spell.io->WorkerIdle();
+    busy_spell.io = nullptr;
+  }
+  waiting_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void SessionIo::ReadDone() {
+  // This worker stops waiting; if it was the last one, a request the kernel
+  // queues now waits for a worker.
+  if (waiting_.fetch_sub(1, std::memory_order_relaxed) == 1) taken_last_waiter_.fetch_add(1, std::memory_order_relaxed);
+  const std::int32_t busy = busy_.fetch_add(1, std::memory_order_relaxed) + 1;
+  busy_spell.io = this;
+  std::int32_t peak = busy_max_.load(std::memory_order_relaxed);
+  while (busy > peak && !busy_max_.compare_exchange_weak(peak, busy, std::memory_order_relaxed)) {
+  }
+}
 
 void SessionIo::Received(void* buf, std::size_t len) {
   if (len < sizeof(fuse_in_header)) return;
@@ -156,12 +190,14 @@ void SessionIo::AmendInitReply(const struct iovec& arg) {
 
 std::string SessionIo::StatsText() const {
   std::uint64_t total = 0;
+  std::uint64_t service_ns = 0;
   std::string per_op;
   for (std::uint32_t op = 0; op < kOpcodeSlots; ++op) {
     const std::uint64_t n = ops_[op].count.load(std::memory_order_relaxed);
     if (n == 0 || op == kControlSlot) continue;
     total += n;
     const Histogram& h = ops_[op].service_ns;
+    service_ns += h.Sum();
     const std::string_view name = OpcodeName(op);
     per_op += fmt::format("fuse_req_{} {}\n", name, n);
     if (h.Count() == 0) continue;  // never answered (forget, batch_forget, interrupt)
@@ -170,9 +206,12 @@ std::string SessionIo::StatsText() const {
                           static_cast<double>(h.Percentile(0.99)) / 1e3);
   }
   const std::int64_t cpu_us = ProcessCpuNanos() / 1000;
-  return fmt::format("fuse_killpriv_v2 {}\nfuse_direct_io_mmap {}\nfuse_requests {}\n{}fuse_req_control {}\nfuse_daemon_cpu_us {}\n",
-                     killpriv_v2() ? 1 : 0, direct_io_mmap() ? 1 : 0, total, per_op,
-                     ops_[kControlSlot].count.load(std::memory_order_relaxed), cpu_us);
+  return fmt::format(
+      "fuse_killpriv_v2 {}\nfuse_direct_io_mmap {}\nfuse_requests {}\n{}fuse_req_control {}\nfuse_service_us {}\n"
+      "fuse_req_taken_last_waiter {}\nfuse_workers_busy_max {}\nfuse_daemon_cpu_us {}\n",
+      killpriv_v2() ? 1 : 0, direct_io_mmap() ? 1 : 0, total, per_op,
+      ops_[kControlSlot].count.load(std::memory_order_relaxed), service_ns / 1000,
+      taken_last_waiter_.load(std::memory_order_relaxed), busy_max_.load(std::memory_order_relaxed), cpu_us);
 }
 
 }  // namespace walfs::mount

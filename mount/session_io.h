@@ -22,6 +22,16 @@
 // it reads the next (walfs replies to every request in its handler), so the
 // request being served is thread-local state.
 //
+// Workers: a worker is *waiting* while it sits in read(2) on /dev/fuse and
+// *busy* from the return of that read until it calls read again.  A request
+// the kernel queues while no worker waits stays queued until a busy worker
+// finishes (or libfuse starts another, up to max_threads).  The daemon
+// cannot see when the kernel queued a request, so what it counts is the
+// condition for waiting: `fuse_req_taken_last_waiter`, the requests whose
+// taking left no worker waiting, and the peak of busy workers.  The time
+// itself, the kernel's and the queue's share of a request, is measured
+// from outside by walfs-requests (its `outside us/request` row).
+//
 //   fuse_session_mount(se, mountpoint);
 //   SessionIo::Attach(se);              // userdata: the FuseServer
 //   ... in a handler: if (SessionIo::KillSuidgid()) ...
@@ -72,10 +82,18 @@ class SessionIo {
   // `fuse_killpriv_v2 0|1`, `fuse_direct_io_mmap 0|1`, `fuse_requests N` (about files and directories), then per opcode seen:
   // `fuse_req_<op> N` and its service time `fuse_req_<op>_us_mean|p50|p99`;
   // `fuse_req_control N` (requests about /.walfs, apart: reading the stats
-  // is no part of the load it measures); `fuse_daemon_cpu_us`.
+  // is no part of the load it measures); `fuse_service_us` (the service
+  // times' sum), `fuse_req_taken_last_waiter`, `fuse_workers_busy_max`;
+  // `fuse_daemon_cpu_us`.
   std::string StatsText() const;
 
   // The callbacks (public for the C trampolines in session_io.cc).
+  // Reading()/ReadDone() bracket a worker's read(2) of /dev/fuse;
+  // WorkerIdle() ends a busy spell (at the next read, or when libfuse
+  // retires the worker).
+  void Reading();
+  void ReadDone();
+  void WorkerIdle();
   void Received(void* buf, std::size_t len);
   void Replying(struct iovec* iov, int count);
 
@@ -96,6 +114,12 @@ class SessionIo {
   std::atomic<bool> kernel_offers_direct_io_mmap_{false};
   std::atomic<bool> direct_io_mmap_{false};
   std::array<OpStats, kOpcodeSlots> ops_;
+  // Workers now in read(2) and now busy (see "Workers" above); the peak of
+  // busy ones; requests taken when no other worker was left waiting.
+  std::atomic<std::int32_t> waiting_{0};
+  std::atomic<std::int32_t> busy_{0};
+  std::atomic<std::int32_t> busy_max_{0};
+  std::atomic<std::uint64_t> taken_last_waiter_{0};
 };
 
 }  // namespace walfs::mount

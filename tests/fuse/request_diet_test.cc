@@ -6,7 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/fuse/mount_fixture.h"
 
@@ -103,6 +107,47 @@ TEST_F(RequestDiet, AttributesStayCachedPastASecond) {
   usleep(1'200'000);
   ASSERT_SYS(stat(Path("f").c_str(), &st));
   EXPECT_EQ(Count("getattr") - before, 0);
+}
+
+TEST_F(RequestDiet, ServiceTimesAddUpToNoMoreThanTheWorkersWallTime) {
+  const long long before = StatValue(Root(), "fuse_service_us");
+  ASSERT_GE(before, 0);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 50; ++i) {
+    const int fd = open(Path("s" + std::to_string(i)).c_str(), O_WRONLY | O_CREAT, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, "x", 1), 1);
+    ASSERT_SYS(fsync(fd));
+    close(fd);
+  }
+  const long long wall_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+  const long long service = StatValue(Root(), "fuse_service_us") - before;
+  const long long workers = StatValue(Root(), "fuse_workers_busy_max");
+  EXPECT_GT(service, 0);
+  ASSERT_GE(workers, 1);
+  EXPECT_LE(service, (wall_us + 1000) * workers) << "service time is counted once per request, read to reply";
+  EXPECT_LE(StatValue(Root(), "fuse_req_taken_last_waiter"),
+            StatValue(Root(), "fuse_requests") + StatValue(Root(), "fuse_req_control"));
+}
+
+TEST_F(RequestDiet, ConcurrentCallersKeepSeveralWorkersBusy) {
+  // Four callers fsyncing at once: each fsync waits for the log in its
+  // worker, so the daemon must have had more than one worker busy.
+  std::vector<std::thread> callers;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([this, t, &failures] {
+      const int fd = open(Path("c" + std::to_string(t)).c_str(), O_WRONLY | O_CREAT, 0644);
+      if (fd < 0) return void(++failures);
+      for (int i = 0; i < 40; ++i)
+        if (pwrite(fd, "abcd", 4, i * 4096) != 4 || fsync(fd) != 0) ++failures;
+      close(fd);
+    });
+  }
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GE(StatValue(Root(), "fuse_workers_busy_max"), 2);
 }
 
 }  // namespace
