@@ -15,7 +15,8 @@ import re
 from . import host as hostlib
 
 TOOLS = ["mkfs.xfs", "mkfs.ext4", "fuse2fs", "fusermount3", "losetup", "mount", "umount",
-         "fio", "gnuplot", "walfs-aim", "mkfs.walfs", "walfs", "walfs-bench-passthrough-ll"]
+         "fio", "gnuplot", "walfs-aim", "mkfs.walfs", "walfs", "walfs-bench-passthrough-ll",
+         "tar", "find", "rm", "sync"]
 WAKE_MODES = ["inline", "waking", "wakeq"]
 PASSTHROUGH_BIN = "walfs-bench-passthrough-ll"
 
@@ -76,6 +77,14 @@ class System:
 
     def walfs_stats(self):
         return None
+
+    def settle(self, host):
+        """Makes the deferred work of what was just done happen now (untimed).
+
+        syncfs (`sync -f`) writes back a kernel filesystem's dirty pages and
+        commits its journal; on a FUSE mount it writes back the kernel's dirty
+        pages but never reaches the daemon (libfuse 3.14 has no FUSE_SYNCFS)."""
+        host.run(["sync", "-f", self.mnt], timeout=600)
 
     # helpers for subclasses ---------------------------------------------------
     def _setup(self, ctx):
@@ -304,6 +313,12 @@ class Walfs(System):
 
     def walfs_stats(self):
         return read_walfs_stats(os.path.join(self.mnt, ".walfs", "stats"))
+
+    def settle(self, host):
+        """syncfs, then .walfs/sync: the write returns once every change is committed."""
+        super().settle(host)
+        with open(os.path.join(self.mnt, ".walfs", "sync"), "w") as f:
+            f.write("\n")
 
 
 def walfs_mount_options(mode, threads=None):
