@@ -10,7 +10,7 @@ import tempfile
 import unittest
 import unittest.mock
 
-from walfs_peers import host, main, plots, tree
+from walfs_peers import host, main, plots, systems, tree
 
 TOOLS = {t: shutil.which(t) for t in ("tar", "find", "rm")}
 
@@ -57,6 +57,20 @@ class TarballTest(unittest.TestCase):
         with self.assertRaisesRegex(tree.TreeError, "cannot read the tarball"):
             tree.count_members(bad)
 
+    def test_a_command_error_is_its_first_line_and_a_count(self):
+        e = host.CommandFailed(["/usr/bin/tar"], 2, "tar: include/a.h: Cannot open: Too many open files\n"
+                               "tar: include/b.h: Cannot open: Too many open files\n"
+                               "tar: Exiting with failure status due to previous errors\n")
+        self.assertEqual(tree.command_error(e), "tar: include/a.h: Cannot open: Too many open files "
+                                                "(and 1 more error)")
+        self.assertEqual(tree.command_error(host.CommandFailed(["/usr/bin/rm"], 1, "")), "rm: exit status 1")
+
+    def test_a_command_error_names_the_most_frequent_reason_when_the_first_differs(self):
+        e = host.CommandFailed(["tar"], 2, "tar: a.h: Cannot close: Bad file descriptor\n"
+                               + "tar: b.h: Cannot open: Too many open files\n" * 3)
+        self.assertEqual(tree.command_error(e), "tar: a.h: Cannot close: Bad file descriptor "
+                                                "(and 3 more errors; 3 of them: Too many open files)")
+
     def test_rate_is_entries_over_seconds(self):
         self.assertEqual(tree.rate(792, 0.5), 1584.0)
         self.assertIsNone(tree.rate(792, 0.0))
@@ -97,7 +111,7 @@ class PhasesTest(unittest.TestCase):
             f.write(b"\0garbage" * 1000)
         out = self.run_phases(tree.Tarball(bad, "x", 1, 0, 0, 0, 8000))
         self.assertIsNone(out[0][1])
-        self.assertRegex(out[0][2], r"^failed: tar: ")
+        self.assertRegex(out[0][2], r"^failed: \S*tar: This does not look like a tar archive")
         self.assertEqual([n for _p, _v, n in out[1:]], ["failed: not run after tree-extract failed"] * 2)
         self.assertEqual(os.listdir(self.mnt), [])      # removed, untimed
 
@@ -163,6 +177,16 @@ class NoTarballTest(unittest.TestCase):
             self.assertIsNone(r["median"])
             self.assertTrue(r["note"].startswith("failed: tree load: tar, rm, sync not found"))
         self.assertTrue(run.collector.failed())
+
+
+class PassthroughHintTest(unittest.TestCase):
+    def test_emfile_names_the_descriptor_limit(self):
+        p = systems.Passthrough()
+        p.nofile = 20000
+        self.assertIn("may open 20000 (the hard RLIMIT_NOFILE",
+                      p.failure_hint("failed: tar: x (and 9 more errors; 9 of them: Too many open files)"))
+        self.assertEqual(p.failure_hint("failed: tar: x: No space left on device"), "")
+        self.assertEqual(systems.Tmpfs().failure_hint("Too many open files"), "")
 
 
 class TreePlotTest(unittest.TestCase):

@@ -345,7 +345,7 @@ class Run:
                                 self.tree_cold)
         for phase, value, note in phases.run(mnt):
             if note:
-                self.collector.fail(key(phase), note)
+                self.collector.fail(key(phase), note + system.failure_hint(note))
             else:
                 self.collector.add(key(phase), value)
 

@@ -25,6 +25,7 @@ is then removed untimed and the run goes on.  docs/peers.md says why no
 phase includes a sync.
 """
 
+import collections
 import dataclasses
 import os
 import shutil
@@ -199,9 +200,29 @@ class Phases:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def command_error(e):
+    """The first error of tar, find or rm, how many more there were, and the
+    most frequent reason when that is another one.
+
+    Their last stderr line is a summary ("Exiting with failure status due to
+    previous errors"); the first names an entry and an errno, but when a
+    daemon runs out of descriptors the first may be EBADF and the next
+    thousands EMFILE."""
+    lines = [l.strip() for l in e.stderr.splitlines()
+             if l.strip() and "Exiting with failure status" not in l]
+    if not lines:
+        return e.one_line()
+    if len(lines) == 1:
+        return lines[0]
+    reasons = collections.Counter(l.rsplit(": ", 1)[-1] for l in lines)
+    top, n = reasons.most_common(1)[0]
+    most = f"; {n} of them: {top}" if top != lines[0].rsplit(": ", 1)[-1] else ""
+    return f"{lines[0]} (and {len(lines) - 1} more error{'s' if len(lines) > 2 else ''}{most})"
+
+
 def _short(e):
     if isinstance(e, hostlib.CommandFailed):
-        return e.one_line()
+        return command_error(e)
     if isinstance(e, OSError) and e.strerror:
         return f"{e.filename}: {e.strerror}" if e.filename else e.strerror
     return str(e).splitlines()[0] if str(e) else type(e).__name__
