@@ -3,14 +3,18 @@
 
 tmpfs always; ext4, XFS and XFS with the smallest log on loop devices, which
 the runner itself skips with a reason when not root or without
-/dev/loop-control.  Checks the exit status, the printed table, and that the
-CSV and JSON hold the same rows with numbers for every system that ran.
+/dev/loop-control.  All three loads: aim, fio and the tree (--quick:
+/usr/include/linux, ~800 entries, a second per system).  Checks the exit
+status, the printed table, that the CSV and JSON hold the same rows with
+numbers for every system that ran (every tree phase included), and the tree's
+entry count in the env table.
 Usage: peers_smoke.py WALFS_PEERS OUT_DIR
 """
 
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,7 +30,7 @@ def fail(msg):
 def main():
     peers, out = sys.argv[1], sys.argv[2]
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [peers, "--quick", "--systems", ",".join(SYSTEMS), "--out", out]
+    cmd = [peers, "--quick", "--loads", "aim,fio,tree", "--systems", ",".join(SYSTEMS), "--out", out]
     print("$ " + " ".join(cmd), flush=True)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     print(p.stdout)
@@ -45,12 +49,24 @@ def main():
     ran = {r["system"] for r in rows if r["table"] == "systems" and r["status"] == "ran"}
     if "tmpfs" not in ran:
         fail("tmpfs did not run")
+    env = {r["key"]: r["value"] for r in rows if r["table"] == "env"}
+    if not re.match(r"/usr/include/linux: \d+ entries \(\d+ files, \d+ dirs, \d+ symlinks", env.get("tree") or ""):
+        fail(f"env table lacks the tree's entry count: {env.get('tree')!r}")
+    tree_phases = ["tree-extract", "tree-stat", "tree-rm"]
+    if "tree-stat-cold" in env.get("tree phases", ""):
+        tree_phases.insert(2, "tree-stat-cold")
     for system in SYSTEMS:
         mine = [r for r in results if r["system"] == system]
         if system in ran:
             loads = {r["load"] for r in mine if r["median"] is not None}
             if "aim-fserver" not in loads or not any(l.startswith("fio:") for l in loads):
                 fail(f"{system} ran but has no aim and fio numbers: {sorted(loads)}")
+            tree_rows = [r for r in mine if r["load"].startswith("tree-")]
+            if [r["load"] for r in tree_rows] != tree_phases:
+                fail(f"{system}: tree rows {[r['load'] for r in tree_rows]}, want {tree_phases}")
+            for r in tree_rows:
+                if r["metric"] != "entries/s" or not r["median"] or r["median"] <= 0 or r["reps"] != 1:
+                    fail(f"{system} {r['load']}: {r}")
             if any((r["note"] or "").startswith("failed") for r in mine):
                 fail(f"{system} has failed cells")
         elif not (len(mine) == 1 and (mine[0]["note"] or "").startswith("skipped: ")):

@@ -12,6 +12,7 @@ import dataclasses
 import glob
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -60,12 +61,14 @@ class Host:
             raise CommandFailed(cmd, p.returncode, err)
         return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
-    def spawn(self, cmd, stderr_path):
-        """Starts a long-running daemon (a FUSE server in the foreground)."""
-        self.log("$ " + " ".join(cmd) + " &")
+    def spawn(self, cmd, stderr_path, nofile=None):
+        """Starts a long-running daemon (a FUSE server in the foreground),
+        with RLIMIT_NOFILE set to nofile when given."""
+        self.log("$ " + " ".join(cmd) + " &" + (f"  (RLIMIT_NOFILE {nofile})" if nofile else ""))
+        limit = (lambda: _set_nofile(nofile)) if nofile else None
         with open(stderr_path, "w") as errf:
             p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=errf, stderr=errf,
-                                 start_new_session=True)
+                                 start_new_session=True, preexec_fn=limit)
         self.children.add(p)
         return p
 
@@ -87,6 +90,29 @@ class Host:
     def stop_all(self):
         for p in list(self.children):
             self.stop(p)
+
+
+def max_nofile():
+    """The most open files a child may get: this process's hard limit, first
+    raised to fs.nr_open where that is allowed (root with CAP_SYS_RESOURCE).
+    The soft limit, which the other commands inherit, stays as it was."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        with open("/proc/sys/fs/nr_open") as f:
+            nr_open = int(f.read())
+        if nr_open > hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, nr_open))
+    except (OSError, ValueError):
+        pass
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+
+
+def _set_nofile(n):
+    """In the child before exec: nothing may raise here (Popen would fail)."""
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+    except (OSError, ValueError):
+        pass
 
 
 # ---- facts -------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """walfs-peers: the command line and the run (see docs/peers.md).
 
-One run: gather facts, clean leftovers of crashed runs, then for each
-repetition and each system (the order rotates every repetition so no system
-always runs first): set it up, run every load, tear it down.  Then medians
-and min-max spreads, a markdown table on stdout, CSV, JSON and PNG plots.
+One run: gather facts, clean leftovers of crashed runs, make the tree load's
+tarball, then for each repetition and each system (the order rotates every
+repetition so no system always runs first): set it up, run every load, tear
+it down.  Then medians and min-max spreads, a markdown table on stdout, CSV,
+JSON and PNG plots.
 """
 
 import argparse
@@ -21,8 +22,10 @@ from . import plots as plotlib
 from . import report
 from . import stats
 from . import systems as syslib
+from . import tree as treelib
 
 EXIT_OK, EXIT_FAILED_CELL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+LOADS = ["aim", "fio", "tree"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,13 +61,21 @@ class _VersionAction(argparse.Action):
 def parse_args(argv, bin_dir=None):
     p = _Parser(
         prog="walfs-peers",
-        description="Run the same loads (walfs-aim fserver, the fio jobs in bench/fio) on walfs "
-                    "and on peer filesystems, side by side, and report medians and spreads.")
+        description="Run the same loads (walfs-aim fserver, the fio jobs in bench/fio, a small-file "
+                    "tree) on walfs and on peer filesystems, side by side, and report medians and "
+                    "spreads.")
     p.add_argument("--quick", action="store_true",
-                   help="short cells: psync only, 6 fio jobs of 1 s, a 2-level aim ramp, 1 rep")
+                   help="short cells: psync only, 6 fio jobs of 1 s, a 2-level aim ramp, the tree of "
+                        f"{treelib.QUICK_SOURCE}, 1 rep")
     p.add_argument("--reps", type=int, help="repetitions of every cell (default 3; 1 with --quick)")
     p.add_argument("--systems", help="comma-separated systems to run (default: all; see --list)")
-    p.add_argument("--loads", default="aim,fio", help="aim, fio or both (default aim,fio)")
+    p.add_argument("--loads", default="aim,fio",
+                   help="comma-separated loads: aim (walfs-aim fserver), fio (the bench/fio jobs), "
+                        "tree (tar -x of --tree-source, lstat of every entry, warm and after "
+                        "dropping the kernel's caches, rm -rf; entries/s) (default aim,fio)")
+    p.add_argument("--tree-source", metavar="DIR",
+                   help=f"the tree load's source, tarred once per run outside any timing (default "
+                        f"{treelib.FULL_SOURCE}; --quick {treelib.QUICK_SOURCE})")
     p.add_argument("--fio-jobs", help="comma-separated job names from bench/fio (default: all; "
                                       "--quick: " + ",".join(fiolib.QUICK_JOB_NAMES) + ")")
     p.add_argument("--engines", help="fio engines where O_DIRECT works (default psync,libaio,io_uring; "
@@ -102,7 +113,8 @@ def parse_args(argv, bin_dir=None):
     s, e, i = aimlib.parse_users(a.users) if a.users else (ab.start, ab.end, ab.incr)
     a.aim_params = aimlib.AimParams(s, e, i, a.aim_jobs or ab.jobs, ab.filesize, ab.poolsize)
     a.image_bytes = syslib.parse_size(a.image_size or ("1g" if q else "2g"))
-    a.loads = a.loads.split(",")
+    a.loads = [l.strip() for l in a.loads.split(",")]
+    a.tree_source = a.tree_source or (treelib.QUICK_SOURCE if q else treelib.FULL_SOURCE)
     for e_ in a.engines:
         if e_ not in fiolib.ENGINES:
             p.error(f"unknown engine {e_!r} (one of {', '.join(fiolib.ENGINES)})")
@@ -110,8 +122,8 @@ def parse_args(argv, bin_dir=None):
         if j not in fiolib.JOBS_BY_NAME:
             p.error(f"unknown fio job {j!r} (one of {', '.join(fiolib.JOBS_BY_NAME)})")
     for l in a.loads:
-        if l not in ("aim", "fio"):
-            p.error(f"unknown load {l!r} (aim, fio)")
+        if l not in LOADS:
+            p.error(f"unknown load {l!r} (one of {', '.join(LOADS)})")
     if a.reps < 1:
         p.error("--reps must be at least 1")
     if a.walfs_threads is not None and not 1 <= a.walfs_threads <= 100000:
@@ -258,6 +270,30 @@ class Run:
         self.collector = Collector()
         self.engines = {}   # system -> (engine list, note)
         self.raw_dir = os.path.join(args.out, "raw")
+        self.tarball = None         # the tree load's treelib.Tarball
+        self.tree_problem = None    # why the tree load cannot run on any system
+        self.tree_cold = False      # whether tree-stat-cold runs (the kernel's caches can be dropped)
+
+    def prepare_tree(self, facts, tar_dir):
+        """Makes the tree load's tarball; returns its rows for the env table."""
+        a = self.args
+        self.tree_cold = treelib.can_drop_caches()
+        missing = [t for t in ("tar", "find", "rm", "sync") if not facts.tool(t)]
+        try:
+            if missing:
+                raise treelib.TreeError(f"{', '.join(missing)} not found (Debian packages tar, "
+                                        "findutils, coreutils)")
+            self.log(f"tree: tar of {a.tree_source} into {tar_dir}")
+            self.tarball = treelib.make_tarball(self.host, facts.tool("tar"), a.tree_source, tar_dir)
+        except treelib.TreeError as e:
+            self.tree_problem = f"tree load: {e}"
+            self.log(f"walfs-peers: {self.tree_problem}; its cells fail, the other loads run")
+            return [("tree", f"not run: {e}")]
+        walk = "find -printf %s (one lstat per entry)"
+        cold = ("tree-stat-cold after sync and vm.drop_caches=3" if self.tree_cold
+                else "no tree-stat-cold: dropping the kernel's caches needs root and a writable "
+                     + treelib.DROP_CACHES)
+        return [("tree", self.tarball.describe()), ("tree phases", f"tar -xf, {walk}, {cold}, rm -rf")]
 
     def loads_on(self, system, mnt, rep, ctx):
         a = self.args
@@ -293,6 +329,25 @@ class Run:
                             else [("-", "-")])
                 for engine, direct in variants:
                     self.fio_cell(system, mnt, job, engine, direct, raw)
+        if "tree" in a.loads:
+            self.tree_cells(system, mnt, ctx.facts)
+
+    def tree_cells(self, system, mnt, facts):
+        key = lambda phase: (system.name, phase, "-", "-", None, treelib.METRIC)
+        if self.tree_problem:
+            for phase in treelib.PHASES:
+                if phase != "tree-stat-cold" or self.tree_cold:
+                    self.collector.fail(key(phase), f"failed: {self.tree_problem}")
+            return
+        self.log(f"  {system.name}: tree ({self.tarball.entries} entries)")
+        tools = {t: facts.tool(t) for t in ("tar", "find", "rm")}
+        phases = treelib.Phases(self.host, self.tarball, tools, lambda: system.settle(self.host),
+                                self.tree_cold)
+        for phase, value, note in phases.run(mnt):
+            if note:
+                self.collector.fail(key(phase), note + system.failure_hint(note))
+            else:
+                self.collector.add(key(phase), value)
 
     def fio_cell(self, system, mnt, job, engine, direct, raw):
         a = self.args
@@ -375,6 +430,10 @@ def main(argv=None, bin_dir=None, source_dir=None):
     interrupted = False
     start = time.monotonic()
     try:
+        if "tree" in args.loads:
+            # Off the mounts and off --disk: every system reads the tarball from memory.
+            tar_dir = os.path.join("/dev/shm", f"{hostlib.RUN_PREFIX}{os.getpid()}", "tree")
+            env_rows += run.prepare_tree(facts, tar_dir)
         for rep in range(args.reps):
             live = [s for s in chosen if not reasons[s.name]]
             order = live[rep % len(live):] + live[:rep % len(live)] if live else []
@@ -479,6 +538,7 @@ def write_outputs(tables, args, host, facts, log):
         plotlib.fio_plot(results, out, "median", "fio_iops", "fio IOPS per job (median)", "IOPS (log scale)"),
         plotlib.fio_plot(results, out, "p99_us", "fio_p99", "fio p99 completion latency per job (median of reps)",
                          "p99 latency, us (log scale)"),
+        plotlib.tree_plot(results, out),
         plotlib.walfs_stats_plot(results, out)) if p]
     try:
         made = plotlib.render(host, gnuplot, jobs, out)

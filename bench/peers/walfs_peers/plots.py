@@ -48,16 +48,35 @@ def fio_plot(rows, out_dir, value, name, title, ylabel):
     for r in rows:
         if r.get("load", "").startswith("fio:") and r.get(value) is not None:
             label = r["load"][4:] + ("/" + r["engine"] if r.get("engine") not in (None, "-", "psync") else "")
-            if label not in labels:
-                labels.append(label)
-            if r["system"] not in systems:
-                systems.append(r["system"])
-            cells[(label, r["system"])] = r[value]
+            _put(cells, labels, systems, label, r["system"], r[value])
+    return _bars(out_dir, name, title, ylabel, labels, systems, cells)
+
+
+def tree_plot(rows, out_dir):
+    """Clustered bars: one cluster per tree phase, one bar per system (entries/s, log scale)."""
+    cells, labels, systems = {}, [], []
+    for r in rows:
+        if r.get("load", "").startswith("tree-") and r.get("median") is not None:
+            _put(cells, labels, systems, r["load"][5:], r["system"], r["median"])
+    return _bars(out_dir, "tree", "tree load: entries per second per phase (median)",
+                 "entries/s (log scale)", labels, systems, cells)
+
+
+def _put(cells, labels, systems, label, system, value):
+    if label not in labels:
+        labels.append(label)
+    if system not in systems:
+        systems.append(system)
+    cells[(label, system)] = value
+
+
+def _bars(out_dir, name, title, ylabel, labels, systems, cells):
+    """NAME.dat (a row per label, a column per system) and its gnuplot script, or None."""
     if not cells:
         return None
     dat = os.path.join(out_dir, name + ".dat")
     with open(dat, "w") as f:
-        f.write("# job " + " ".join(systems) + "\n")
+        f.write("# label " + " ".join(systems) + "\n")
         for label in labels:
             f.write(label + " " + " ".join(_fmt(cells.get((label, s))) for s in systems) + "\n")
     png = os.path.join(out_dir, name + ".png")

@@ -15,7 +15,8 @@ import re
 from . import host as hostlib
 
 TOOLS = ["mkfs.xfs", "mkfs.ext4", "fuse2fs", "fusermount3", "losetup", "mount", "umount",
-         "fio", "gnuplot", "walfs-aim", "mkfs.walfs", "walfs", "walfs-bench-passthrough-ll"]
+         "fio", "gnuplot", "walfs-aim", "mkfs.walfs", "walfs", "walfs-bench-passthrough-ll",
+         "tar", "find", "rm", "sync"]
 WAKE_MODES = ["inline", "waking", "wakeq"]
 PASSTHROUGH_BIN = "walfs-bench-passthrough-ll"
 
@@ -77,6 +78,18 @@ class System:
     def walfs_stats(self):
         return None
 
+    def failure_hint(self, note):
+        """What this system adds to a failed cell's note ('' for nothing)."""
+        return ""
+
+    def settle(self, host):
+        """Makes the deferred work of what was just done happen now (untimed).
+
+        syncfs (`sync -f`) writes back a kernel filesystem's dirty pages and
+        commits its journal; on a FUSE mount it writes back the kernel's dirty
+        pages but never reaches the daemon (libfuse 3.14 has no FUSE_SYNCFS)."""
+        host.run(["sync", "-f", self.mnt], timeout=600)
+
     # helpers for subclasses ---------------------------------------------------
     def _setup(self, ctx):
         raise NotImplementedError
@@ -110,10 +123,10 @@ class System:
         self._run(ctx, cmd, record="mount")
         self._stack.callback(hostlib.unmount, ctx.host, self.mnt)
 
-    def _spawn_fuse(self, ctx, cmd):
+    def _spawn_fuse(self, ctx, cmd, nofile=None):
         errlog = os.path.join(ctx.run_dir, self.name + ".daemon.log")
-        proc = ctx.host.spawn(cmd, errlog)
-        self.info["mount"] = " ".join(cmd)
+        proc = ctx.host.spawn(cmd, errlog, nofile=nofile)
+        self.info["mount"] = " ".join(cmd) + (f" (RLIMIT_NOFILE {nofile})" if nofile else "")
 
         def stop():
             hostlib.unmount(ctx.host, self.mnt, fuse=True)
@@ -248,6 +261,7 @@ class Passthrough(System):
     name = "passthrough"
     summary = "libfuse's example/passthrough_ll.c (3.14) over a directory on the image filesystem"
     fuse = True
+    nofile = None   # its RLIMIT_NOFILE, set at setup
 
     def skip_reason(self, facts):
         r = _fuse_reason(facts)
@@ -262,7 +276,19 @@ class Passthrough(System):
         src = self._mkdir(ctx, "passthrough.src")
         self._stack.callback(_rmtree, src)
         self.info["image"] = f"directory {src}"
-        self._spawn_fuse(ctx, [ctx.facts.tool(PASSTHROUGH_BIN), "-f", "-o", f"source={src}", self.mnt])
+        # passthrough_ll keeps an O_PATH descriptor open for every inode the
+        # kernel holds a lookup on, and does not raise its own limit: under
+        # the usual 1024 (or this run's limit) a tree of /usr/include fails
+        # with EMFILE, so it gets the most the kernel allows.
+        self.nofile = hostlib.max_nofile()
+        self._spawn_fuse(ctx, [ctx.facts.tool(PASSTHROUGH_BIN), "-f", "-o", f"source={src}", self.mnt],
+                         nofile=self.nofile)
+
+    def failure_hint(self, note):
+        if "Too many open files" not in note:
+            return ""
+        return (f"; passthrough_ll holds a descriptor per inode the kernel caches and may open "
+                f"{self.nofile} (the hard RLIMIT_NOFILE; above it needs CAP_SYS_RESOURCE)")
 
 
 def _rmtree(path):
@@ -304,6 +330,12 @@ class Walfs(System):
 
     def walfs_stats(self):
         return read_walfs_stats(os.path.join(self.mnt, ".walfs", "stats"))
+
+    def settle(self, host):
+        """syncfs, then .walfs/sync: the write returns once every change is committed."""
+        super().settle(host)
+        with open(os.path.join(self.mnt, ".walfs", "sync"), "w") as f:
+            f.write("\n")
 
 
 def walfs_mount_options(mode, threads=None):
