@@ -4,7 +4,9 @@
 #include <linux/falloc.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -129,7 +131,14 @@ Result<std::unique_ptr<FileDevice>> FileDevice::Open(const std::string& path,
 
   // The engine.  Only a ring that cannot be set up is a reason to fall back;
   // engine=io_uring reports it as the error instead.
-  if (options.engine != IoEngine::kSync) {
+  const std::string_view memory_fs =
+      options.engine == IoEngine::kAuto && options.pwrite_in_memory && S_ISREG(st.st_mode)
+          ? InMemoryFilesystem(dev->fd_)
+          : std::string_view();
+  if (!memory_fs.empty()) {
+    dev->engine_reason_ = fmt::format("auto: the file is in memory ({}), where pwrite is one thread hop fewer",
+                                      memory_fs);
+  } else if (options.engine != IoEngine::kSync) {
     Result<std::unique_ptr<UringEngine>> ring =
         UringEngine::Create(dev->fd_, options.ring_entries, path);
     if (ring.ok()) {
@@ -148,6 +157,14 @@ Result<std::unique_ptr<FileDevice>> FileDevice::Open(const std::string& path,
   dev->engine_ = IoEngine::kSync;
   dev->worker_ = std::make_unique<BlockDeviceWorker>("walfs-pwrite");
   return dev;
+}
+
+std::string_view InMemoryFilesystem(int fd) {
+  struct statfs fs {};
+  if (::fstatfs(fd, &fs) != 0) return {};
+  if (fs.f_type == TMPFS_MAGIC) return "tmpfs";
+  if (fs.f_type == RAMFS_MAGIC) return "ramfs";
+  return {};
 }
 
 FileDevice::FileDevice(std::string path, int fd, const Geometry& geometry)

@@ -10,7 +10,12 @@
 // engine=auto (the default) takes io_uring and falls back to pwrite when the
 // ring cannot be set up (a seccomp filter, kernel.io_uring_disabled, an old
 // kernel, a bad ring size); engine_reason() says why, and the mount prints
-// Describe().  engine=io_uring fails instead of falling back.
+// Describe().  engine=io_uring fails instead of falling back.  With
+// `pwrite_in_memory`, auto also takes pwrite for a file that lives in memory
+// (tmpfs, ramfs): nothing there waits for a device, and io_uring hands each
+// buffered write to a kernel io-wq worker before its reaper sees it, two
+// thread hops where pwrite's worker is one (docs/block_device.md has the
+// measurement).
 //
 //   FileDeviceOptions opts{.engine = IoEngine::kAuto, .direct_io = true};
 //   WALFS_ASSIGN_OR_RETURN(std::unique_ptr<FileDevice> dev, FileDevice::Open(path, opts));
@@ -53,10 +58,17 @@ struct FileDeviceOptions {
   bool create = false;            // O_CREAT, and grow the file to size_bytes
   std::uint64_t size_bytes = 0;   // 0: the file's (or block device's) size
   unsigned ring_entries = 64;     // io_uring SQ size (a power of two is best)
+  // kAuto: pwrite for a regular file in memory (tmpfs, ramfs), io_uring
+  // elsewhere (see above).
+  bool pwrite_in_memory = false;
   // Take the image lock (base/file_lock.h) for as long as the device is
   // open; EBUSY when another live process holds it.
   bool exclusive = false;
 };
+
+// Whether the file open at `fd` lives in memory (tmpfs or ramfs): its
+// filesystem's name when it does ("tmpfs"), empty otherwise.
+std::string_view InMemoryFilesystem(int fd);
 
 class FileDevice final : public BlockDevice {
  public:

@@ -201,6 +201,7 @@ void Filesystem::DestroyComponents() {
 Result<std::unique_ptr<Filesystem>> Filesystem::Mount(const MountOptions& options) {
   FileDeviceOptions fo;
   fo.engine = options.io_uring ? IoEngine::kAuto : IoEngine::kSync;
+  fo.pwrite_in_memory = !options.io_uring_in_memory;
   fo.exclusive = true;  // one mount per image (base/file_lock.h)
   WALFS_ASSIGN_OR_RETURN(std::unique_ptr<FileDevice> dev, FileDevice::Open(options.image, fo));
   std::unique_ptr<FaultDevice> fault;

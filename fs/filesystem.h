@@ -60,6 +60,9 @@ struct MountOptions {
   // `-o lazy_commit_ms=N` (0..1000).
   std::uint32_t lazy_commit_ms = 5;
   bool io_uring = true;     // false: pread/pwrite
+  // io_uring also for an image in memory (tmpfs, ramfs), where the default
+  // is pread/pwrite (FileDeviceOptions::pwrite_in_memory); `-o io=uring`.
+  bool io_uring_in_memory = false;
   std::size_t buffer_cache = 16384;
   // Mount() puts a FaultDevice (base/block_device_fault.h) between the
   // filesystem and the image, so tests can fail its writes, flushes and

@@ -57,7 +57,8 @@ struct Config {
   int trace_poll = 0;
   int ro = 0;
   int norecovery = 0;
-  int sync_io = 0;  // io=sync: pread/pwrite instead of io_uring
+  int sync_io = 0;   // io=sync: pread/pwrite instead of io_uring
+  int uring_io = 0;  // io=uring: io_uring even for an image in memory
   int fault_injection = 0;
   int discard = 0;
   char* trace_wakeup = nullptr;
@@ -100,6 +101,7 @@ const fuse_opt kOptions[] = {
     WALFS_OPT("trace_poll", trace_poll),
     WALFS_OPT("norecovery", norecovery),
     WALFS_OPT("io=sync", sync_io),
+    WALFS_OPT("io=uring", uring_io),
     WALFS_OPT("fault_injection", fault_injection),
     WALFS_OPT("discard", discard),
     WALFS_OPT("trace_wakeup=%s", trace_wakeup),
@@ -167,7 +169,9 @@ void Usage() {
       "                          written data and writes it back later; -o writeback_cache)\n"
       "  -o wb_reserve_mb=N      below N MiB free, files opened for writing bypass that cache,\n"
       "                          so write(2) gets ENOSPC (0..1048576, default 256)\n"
-      "  -o io=sync              pread/pwrite instead of io_uring\n"
+      "  -o io=sync              pread/pwrite instead of io_uring (the default for an image in\n"
+      "                          tmpfs or ramfs, where it is one thread hop fewer)\n"
+      "  -o io=uring             io_uring wherever the image is\n"
       "  -o attr_timeout=S, entry_timeout=S, negative_timeout=S\n"
       "                          how long the kernel may cache attributes, names and names that\n"
       "                          do not exist (0..31536000 seconds, default 86400 each)\n"
@@ -292,7 +296,9 @@ int main(int argc, char** argv) {
   mo.image = cfg.image;
   mo.read_only = cfg.ro || cfg.norecovery;
   mo.norecovery = cfg.norecovery;
+  if (cfg.sync_io && cfg.uring_io) return Fail("-o io=sync and -o io=uring: choose one");
   mo.io_uring = !cfg.sync_io;
+  mo.io_uring_in_memory = cfg.uring_io != 0;
   std::uint64_t n = mo.commit_interval_s;
   if (!ParseNumber("commit", cfg.commit, 0, 86400, &n, "seconds (0: no timed commits)")) return 1;
   mo.commit_interval_s = static_cast<std::uint32_t>(n);

@@ -11,7 +11,9 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -454,6 +456,46 @@ TEST(FileDevice, ExplicitIoUringFailsInsteadOfFallingBack) {
   ASSERT_FALSE(dev.ok());
   EXPECT_EQ(dev.status().ToErrno(), EINVAL);
   EXPECT_NE(dev.status().ToString().find("io_uring_queue_init"), std::string::npos);
+}
+
+TEST(FileDevice, AutoTakesPwriteForAFileInMemoryWhenAskedAndSaysWhy) {
+  struct statfs shm {};
+  if (::statfs("/dev/shm", &shm) != 0 || shm.f_type != TMPFS_MAGIC) GTEST_SKIP() << "/dev/shm is not a tmpfs here";
+  std::string path = "/dev/shm/walfs_block_device_XXXXXX";
+  const int fd = ::mkstemp(path.data());
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(kFileBytes)), 0);
+  EXPECT_EQ(InMemoryFilesystem(fd), "tmpfs");
+  ::close(fd);
+  auto dev = FileDevice::Open(path, {.engine = IoEngine::kAuto, .pwrite_in_memory = true});
+  ASSERT_TRUE(dev.ok()) << dev.status().ToString();
+  EXPECT_EQ((*dev)->kind(), "pwrite");
+  EXPECT_EQ((*dev)->engine_reason(), "auto: the file is in memory (tmpfs), where pwrite is one thread hop fewer");
+  EXPECT_NE((*dev)->Describe().find("in memory (tmpfs)"), std::string::npos) << (*dev)->Describe();
+  const std::vector<std::byte> data = Pattern(4096, 3);
+  std::vector<IoRequest> batch;
+  batch.push_back(IoRequest::Write(4096, data.data(), 4096, kIoFua, nullptr));
+  EXPECT_TRUE((*dev)->SubmitAndWait(std::move(batch)).ok());
+  dev->reset();
+  // Without the option, or with io_uring asked for by name, the rule does not apply.
+  auto plain = FileDevice::Open(path, {});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ((*plain)->engine_reason().find("in memory"), std::string::npos) << (*plain)->engine_reason();
+  plain->reset();
+  auto named = FileDevice::Open(path, {.engine = IoEngine::kIoUring, .pwrite_in_memory = true});
+  if (named.ok()) {  // else io_uring is unavailable here, which another spec covers
+    EXPECT_EQ((*named)->kind(), "io_uring");
+    named->reset();
+  }
+  ::unlink(path.c_str());
+}
+
+TEST(FileDevice, AFileOutsideTmpfsAndRamfsIsNotInMemory) {
+  const int fd = ::open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(InMemoryFilesystem(fd), "");
+  ::close(fd);
+  EXPECT_EQ(InMemoryFilesystem(-1), "") << "a bad descriptor is not in memory either";
 }
 
 TEST(FileDevice, EngineChoiceIsReported) {
