@@ -103,6 +103,10 @@ Status SessionIo::Attach(fuse_session* se) {
 bool SessionIo::KillSuidgid() { return serving.kill_suidgid; }
 bool SessionIo::Tmpfile() { return serving.tmpfile; }
 
+SessionIo::~SessionIo() {
+  if (busy_spell.io == this) busy_spell.io = nullptr;
+}
+
 void SessionIo::WorkerIdle() { busy_.fetch_sub(1, std::memory_order_relaxed); }
 
 void SessionIo::Reading() {

@@ -57,6 +57,9 @@ class SessionIo {
     bool killpriv_v2 = true;
   };
   explicit SessionIo(Options options) : options_(options) {}
+  // Forgets this thread's busy spell here: with -s the main thread served
+  // requests, and its thread-locals outlive the session.
+  ~SessionIo();
   SessionIo(const SessionIo&) = delete;
   SessionIo& operator=(const SessionIo&) = delete;
 
