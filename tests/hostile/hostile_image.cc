@@ -21,13 +21,21 @@
 #include "journal/log_head.h"
 #include "journal/log_reader.h"
 #include "journal/log_region.h"
+#include "tests/hostile/hostile_log_damage.h"
 
 namespace walfs::hostile {
 
 using fs::Filesystem;
 using fs::format::Superblock;
 
-std::string_view FlavourName(Flavour f) { return f == Flavour::kClean ? "clean" : "crashed"; }
+std::string_view FlavourName(Flavour f) {
+  switch (f) {
+    case Flavour::kClean: return "clean";
+    case Flavour::kCrashed: return "crashed";
+    case Flavour::kLogDamage: return "log_damage";
+  }
+  return "?";
+}
 
 std::string_view BlockKindName(BlockKind k) {
   switch (k) {
@@ -198,7 +206,7 @@ void Catalogue(BaseImage* base, MemoryDevice* dev) {
     if (sector + rec.sectors > region.sectors) return;  // wraps: keep the mutator simple
     const std::uint64_t off = region.offset + std::uint64_t{sector} * journal::kLogSectorSize;
     base->blocks[static_cast<int>(BlockKind::kLogRecord)].push_back(
-        MetaBlock{.offset = off, .length = rec.sectors * journal::kLogSectorSize, .blkno = off / bs});
+        MetaBlock{.offset = off, .length = rec.sectors * journal::kLogSectorSize, .blkno = off / bs, .lsn = rec.lsn});
   };
   if (pos->clean || pos->tail == pos->head) {
     if (pos->last_record != journal::kNullLsn) {
@@ -235,6 +243,14 @@ Result<BaseImage> BuildBaseImage(Flavour flavour) {
     WALFS_ASSIGN_OR_RETURN(auto fs, Check(Filesystem::MountDevice(dev.get(), kMount), "remount"));
     WALFS_RETURN_IF_ERROR(CrashPhase(fs.get(), Built{base.big_dir_ino, base.extent_file_ino, base.xattr_file_ino}));
     // The destructor halts the log: a crash.
+  }
+  if (flavour == Flavour::kLogDamage) {
+    // As crashed, in steps: no checkpoint but the ones each step forces.
+    fs::MountOptions steps = kMount;
+    steps.commit_interval_s = 0;
+    steps.lazy_commit_ms = 0;
+    WALFS_ASSIGN_OR_RETURN(auto fs, Check(Filesystem::MountDevice(dev.get(), steps), "remount"));
+    WALFS_RETURN_IF_ERROR(Check(LogDamagePhase(fs.get(), base, dev.get(), &base.steps), "log-damage steps"));
   }
   std::vector<std::byte> sbb(fs::format::kSuperSize);
   WALFS_RETURN_IF_ERROR(dev->Read(0, sbb.data(), sbb.size()));
