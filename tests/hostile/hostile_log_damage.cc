@@ -108,7 +108,8 @@ std::string DamageHeaderSector(Rng& rng, std::span<std::byte> sector) {
 std::string RestampCycle(Rng& rng, std::span<std::byte> sector, bool header) {
   char* at = reinterpret_cast<char*>(sector.data()) + (header ? 4 : 0);
   const std::uint32_t old = DecodeFixed32(at);
-  const std::uint32_t choices[] = {old - 1, old + 1, 0, static_cast<std::uint32_t>(rng()) | 1u};
+  // Near the largest cycle too: a restarted log must still fit past it.
+  const std::uint32_t choices[] = {old - 1, old + 1, 0, static_cast<std::uint32_t>(rng()) | 1u, ~0u, 0x7fffffffu};
   const std::uint32_t v = choices[Below(rng, std::size(choices))];
   EncodeFixed32(at, v);
   return fmt::format("{} sector cycle {} -> {}", header ? "header" : "payload", old, v);

@@ -74,12 +74,12 @@ StepView Of(bool applied, bool absent, std::string detail) {
 
 std::string_view StepName(std::size_t i) {
   if (i < kNamedSteps) return kStepNames[i];
-  return i < kLogSteps ? "five files created in /bulk" : "?";
+  return i < kLogSteps ? "ten files created in /bulk" : "?";
 }
 
 namespace {
 
-constexpr int kBulkFiles = 5;
+constexpr int kBulkFiles = 10;
 std::string BulkName(std::size_t step, int f) { return fmt::format("step-{:02}-file-{}", step, f); }
 
 }  // namespace

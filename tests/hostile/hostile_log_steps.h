@@ -26,11 +26,12 @@ class Filesystem;
 namespace walfs::hostile {
 
 // Seven steps that touch the durable set's structures, then small ones
-// (five files created in /bulk each) that put the first seven more than a
-// mount's in-flight window (8 x 32 KiB) behind the head: damage there is
-// in the middle of the log, which a mount must refuse and fsck -L zero.
+// (ten files created in /bulk each) that put the first seven more than the
+// recovery window (journal::RecoveryWindowSectors: 16 of the largest log
+// buffers, 1,840 sectors) behind the head: damage there is in the middle
+// of the log, which a mount must refuse and fsck -L zero.
 inline constexpr std::size_t kNamedSteps = 7;
-inline constexpr std::size_t kBulkSteps = 60;
+inline constexpr std::size_t kBulkSteps = 90;
 inline constexpr std::size_t kLogSteps = kNamedSteps + kBulkSteps;
 inline constexpr std::size_t kHiddenStep = 0;  // the unlinked file left open: no name shows it
 std::string_view StepName(std::size_t i);
