@@ -6,6 +6,7 @@
 // WALFS_HOSTILE_LOG_SEEDS=N runs N rounds (default 36: six per damage kind;
 // 12 under ASan, 6 under TSan); WALFS_HOSTILE_SEED_BASE=S starts at seed S
 // (to replay one round: WALFS_HOSTILE_LOG_SEEDS=1 WALFS_HOSTILE_SEED_BASE=<seed>).
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -120,6 +121,32 @@ TEST_F(HostileLog, AHeadRecordFailingItsCrcIsTrimmedAndTheStepsBeforeItKept) {
     EXPECT_GE(r.steps_replayed, static_cast<int>(r.mutation.steps_before)) << Report(r);
     EXPECT_EQ(r.mutation.steps_before, kLogSteps - 1) << Report(r);
   }
+}
+
+// A record near the head whose header is gone ends the log there, as a
+// torn write does, and the checkpoints after it are dropped: the mount
+// says so and how much, rather than nothing.
+TEST_F(HostileLog, AHoleNearTheHeadEndsTheLogThereAndTheMountSaysHowMuchWasDropped) {
+  const BaseImage& base = Base();
+  const std::size_t kept = kLogSteps - 5;
+  std::vector<std::byte> image = base.image;
+  bool found = false;
+  for (const MetaBlock& rec : base.blocks[static_cast<int>(BlockKind::kLogRecord)]) {
+    if (rec.lsn != base.steps[kept - 1].head) continue;
+    std::fill_n(image.begin() + static_cast<std::ptrdiff_t>(rec.offset), 512, std::byte{0});
+    found = true;
+  }
+  ASSERT_TRUE(found) << "no record starts where step " << kept << " ended";
+  MemoryDevice dev(std::move(image));
+  auto fs = fs::Filesystem::MountDevice(&dev, {});
+  ASSERT_TRUE(fs.ok()) << fs.status().ToString();
+  const StepPrefix p = PrefixOf(StepStates(fs->get(), base));
+  EXPECT_TRUE(p.is_prefix) << p.why;
+  EXPECT_EQ(p.applied, kept);
+  const std::string said = (*fs)->Describe();
+  EXPECT_NE(said.find("; the log ended early at "), std::string::npos) << said;
+  EXPECT_NE(said.find("sectors after a hole dropped"), std::string::npos) << said;
+  EXPECT_TRUE((*fs)->Unmount().ok());
 }
 
 TEST_F(HostileLog, DamagedLogsMountOrAreRefusedAndFsckLRepairsThem) {
