@@ -226,7 +226,14 @@ Result<BaseImage> BuildBaseImage(Flavour flavour) {
   BaseImage base;
   base.flavour = flavour;
   auto dev = std::make_unique<MemoryDevice>(kImageBytes);
-  const fs::MountOptions kMount{.image = {}, .buffer_cache = 1024};
+  fs::MountOptions kMount{.image = {}, .buffer_cache = 1024};
+  if (flavour == Flavour::kLogDamage) {
+    // No checkpoint but the forced ones (each step's Sync, the unmount):
+    // the log's records then fall the same way every run, so a seed
+    // damages the same record.
+    kMount.commit_interval_s = 0;
+    kMount.lazy_commit_ms = 0;
+  }
   WALFS_ASSIGN_OR_RETURN(Superblock sb, Check(fs::MakeFilesystem(dev.get(), {.block_size = 1024, .ag_count = 2,
                                                                              .label = "hostile", .now_s = 1}),
                                               "mkfs"));
@@ -245,11 +252,8 @@ Result<BaseImage> BuildBaseImage(Flavour flavour) {
     // The destructor halts the log: a crash.
   }
   if (flavour == Flavour::kLogDamage) {
-    // As crashed, in steps: no checkpoint but the ones each step forces.
-    fs::MountOptions steps = kMount;
-    steps.commit_interval_s = 0;
-    steps.lazy_commit_ms = 0;
-    WALFS_ASSIGN_OR_RETURN(auto fs, Check(Filesystem::MountDevice(dev.get(), steps), "remount"));
+    // As crashed, in steps, each its own checkpoint.
+    WALFS_ASSIGN_OR_RETURN(auto fs, Check(Filesystem::MountDevice(dev.get(), kMount), "remount"));
     WALFS_RETURN_IF_ERROR(Check(LogDamagePhase(fs.get(), base, dev.get(), &base.steps), "log-damage steps"));
   }
   std::vector<std::byte> sbb(fs::format::kSuperSize);

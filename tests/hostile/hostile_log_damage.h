@@ -43,9 +43,10 @@ class Filesystem;
 namespace walfs::hostile {
 
 // The crashed session of a kLogDamage image, step by step: each step's
-// changes, then Sync (its checkpoint on disk), then the log's head.  Fails
-// if any of it reached its home location before the crash (the rounds
-// assume the metadata on disk is what Populate left).
+// changes, then Sync (its checkpoint on disk), then the log's head.  The
+// log stays under three quarters full, so the AIL writes none of it back:
+// the metadata on disk is what Populate left (the rounds' norecovery mount
+// checks it: the durable set, no step).
 Status LogDamagePhase(fs::Filesystem* fs, const BaseImage& base, MemoryDevice* dev, std::vector<LogStep>* steps);
 
 // How the log is damaged.

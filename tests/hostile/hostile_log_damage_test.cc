@@ -21,6 +21,7 @@
 #include "tests/hostile/hostile_log_steps.h"
 #include "tests/sanitizer_build.h"
 #include "journal/log.h"
+#include "journal/lsn.h"
 
 namespace walfs::hostile {
 namespace {
@@ -72,8 +73,9 @@ TEST_F(HostileLog, EachStepEndsFurtherOnInTheLog) {
   // damage to them is in the middle of the log, not a torn write.
   const std::uint64_t behind = base.steps.back().head - base.steps[kNamedSteps - 1].head;
   EXPECT_GT(behind, journal::RecoveryWindowSectors(base.sb.log_sectors())) << "sectors";
-  std::printf("log: records %llu, named steps end %llu sectors before the head\n",
-              static_cast<unsigned long long>(records.size()), static_cast<unsigned long long>(behind));
+  std::printf("log: %llu records from %u:%u, named steps end %llu sectors before the head\n",
+              static_cast<unsigned long long>(records.size()), journal::CycleOf(records.front().lsn),
+              journal::SectorOf(records.front().lsn), static_cast<unsigned long long>(behind));
 }
 
 TEST_F(HostileLog, UndamagedImageRecoversEveryStepAndNorecoveryShowsNone) {
