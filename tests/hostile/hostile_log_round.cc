@@ -1,5 +1,7 @@
 // One log-damage round (hostile_log_damage.h): damage the log, then mount,
 // mount with norecovery, and repair with fsck -L, each on its own copy.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "base/block_device_memory.h"
@@ -30,6 +32,7 @@ class LogRound {
       // A record at the head that fails its CRC, or a log cut short inside
       // its last record, is a torn write: trimmed, never fatal.
       if (TornHead()) Violation("mount: a torn head record refused the mount: " + r_->mount_error);
+      NoModifyCheckNamesTheWayOut(dev);
       return;
     }
     r_->mounted = true;
@@ -112,6 +115,19 @@ class LogRound {
   }
 
   void Violation(std::string v) { r_->violations.push_back(std::move(v)); }
+
+  // fsck -n on a log the mount refused reports it, with the same way out.
+  void NoModifyCheckNamesTheWayOut(MemoryDevice& dev) {
+    auto check = fs::CheckImage(&dev, {.replay = false});
+    if (!check.ok()) {
+      Violation("fsck -n of the refused image could not run: " + check.status().ToString());
+      return;
+    }
+    const bool named = std::any_of(check->problems.begin(), check->problems.end(), [](const fs::FsckProblem& p) {
+      return p.message.rfind("log: ", 0) == 0 && p.message.find("fsck.walfs -L") != std::string::npos;
+    });
+    if (!named && !Forged()) Violation("fsck -n of the refused image does not name fsck.walfs -L");
+  }
 
   // The steps a mounted image shows: a prefix of them (the log replayed in
   // order and cut at the damage), with every step wholly before a damage
