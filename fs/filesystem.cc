@@ -252,9 +252,10 @@ Status Filesystem::Start() {
   const bool cut_short = r.ignored.empty() && (at.trimmed_records > 0 || at.hole_sectors > 0);
   if (cut_short)
     recovery_summary_ += fmt::format(
-        "; the log ended early at {} ({} records that did not read whole and {} sectors after a hole "
+        "; the log ended early at {} ({} {} that did not read whole and {} sectors after a hole "
         "dropped, as a write torn by a crash is)",
-        journal::LsnString(at.head), at.trimmed_records, at.hole_sectors);
+        journal::LsnString(at.head), at.trimmed_records, at.trimmed_records == 1 ? "record" : "records",
+        at.hole_sectors);
   if (!options_.read_only) WALFS_RETURN_IF_ERROR(MarkMounted(device_, &sb_, Now().sec));
   cache_ = std::make_unique<BufCache>(BufCache::Options{device_, log_.get(), &sb_, options_.buffer_cache});
   alloc_ = std::make_unique<Allocator>(cache_.get(), log_.get(), &sb_);
