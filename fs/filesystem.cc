@@ -245,6 +245,18 @@ Status Filesystem::Start() {
     recovery_summary_ = !r.replayed ? "clean log"
                                     : fmt::format("log recovered: {} transactions, {} buffers replayed",
                                                   r.transactions, r.buffers_replayed);
+  // The head search takes a record that does not read whole, or a hole,
+  // near the head for a write the crash cut short, and the log ends before
+  // it.  Damage there looks the same and drops the checkpoints after it, so
+  // say how much was dropped rather than nothing.
+  const journal::LogPosition& at = r.position;
+  const bool cut_short = r.ignored.empty() && (at.trimmed_records > 0 || at.hole_sectors > 0);
+  if (cut_short)
+    recovery_summary_ += fmt::format(
+        "; the log ended early at {} ({} {} that did not read whole and {} sectors after a hole "
+        "dropped, as a write torn by a crash is)",
+        journal::LsnString(at.head), at.trimmed_records, at.trimmed_records == 1 ? "record" : "records",
+        at.hole_sectors);
   if (!options_.read_only) WALFS_RETURN_IF_ERROR(MarkMounted(device_, &sb_, Now().sec));
   cache_ = std::make_unique<BufCache>(BufCache::Options{device_, log_.get(), &sb_, options_.buffer_cache});
   alloc_ = std::make_unique<Allocator>(cache_.get(), log_.get(), &sb_);
@@ -269,7 +281,7 @@ Status Filesystem::Start() {
     }
   }
   if (!options_.read_only) WALFS_RETURN_IF_ERROR(ProcessUnlinkedLists());
-  Message(log_->recovery().ignored.empty() ? Severity::kInfo : Severity::kWarning, "{}: mounted{}; {}",
+  Message(log_->recovery().ignored.empty() && !cut_short ? Severity::kInfo : Severity::kWarning, "{}: mounted{}; {}",
           options_.image.empty() ? device_->Describe() : options_.image,
           options_.read_only ? " read-only" : "", recovery_summary_);
   return Status::Ok();

@@ -176,7 +176,11 @@ class Checker {
     journal::RecoverOptions ro = DryRunOptions();
     auto rr = journal::RecoverLog(ro);
     if (!rr.ok()) {
-      Problem(fmt::format("log: {}", rr.status().message()));
+      // The metadata is then checked as last written back; say what can
+      // still be done with the log.
+      Problem(fmt::format("log: {}; the log cannot be replayed: run fsck.walfs -L to zero it (what it "
+                          "holds is lost), or mount with -o norecovery to read the image as last written back",
+                          rr.status().message()));
       return Status::Ok();
     }
     // A log a mount would recover: no unmount record at its head.  It may

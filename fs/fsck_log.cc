@@ -24,6 +24,33 @@ journal::LogRegion RegionOf(BlockDevice* device, const format::Superblock& sb) {
 // The log is rewritten this many sectors at a time.
 constexpr std::uint32_t kChunkSectors = 256;
 
+// The cycle the new log must start past.  Every LSN stamped on a metadata
+// block is the LSN of a record that was written whole, so the highest cycle
+// of a record that still reads whole (its header, payload stamps and CRC
+// agree) bounds them: a record since damaged was written in that cycle or
+// the one after it (a log holds at most two passes), and the new log starts
+// two past it.  A damaged sector's stamp says nothing -- one flipped to
+// 0xffffffff once made -L refuse to restart the log at all -- so a stamp
+// counts only when its record reads whole.  With no whole record the
+// sectors' stamps are all there is: the highest below the refusal limit.
+Result<std::uint32_t> HighestRecordCycle(const journal::LogRegion& region) {
+  std::uint32_t best = 0, best_stamp = 0;
+  for (std::uint32_t first = 0; first < region.sectors; first += kChunkSectors) {
+    const std::uint32_t n = std::min(kChunkSectors, region.sectors - first);
+    WALFS_ASSIGN_OR_RETURN(std::string bytes, region.ReadSectors(first, n));
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const std::string_view sector = std::string_view(bytes).substr(std::size_t{i} * journal::kLogSectorSize,
+                                                                     journal::kLogSectorSize);
+      const std::uint32_t cycle = journal::SectorCycle(sector);
+      if (cycle < 0xfffffff0u) best_stamp = std::max(best_stamp, cycle);
+      if (cycle == 0 || cycle <= best || DecodeFixed32(sector.data()) != journal::kRecordMagic) continue;
+      WALFS_ASSIGN_OR_RETURN(journal::LogRecordAt rec, journal::ReadRecordAt(region, first + i, cycle));
+      if (rec.record.kind == journal::DecodedRecord::Kind::kOk) best = cycle;
+    }
+  }
+  return best != 0 ? best : best_stamp;
+}
+
 }  // namespace
 
 Result<std::string> DescribeLogLoss(BlockDevice* device, const format::Superblock& sb) {
@@ -53,18 +80,9 @@ Result<std::string> DescribeLogLoss(BlockDevice* device, const format::Superbloc
 
 Status ZeroLog(BlockDevice* device, const format::Superblock& sb) {
   const journal::LogRegion region = RegionOf(device, sb);
-  // The highest cycle any sector carries: every LSN stamped on a metadata
-  // block is a record's, written in a cycle at or below it.
-  std::uint32_t max_cycle = 0;
-  for (std::uint32_t first = 0; first < region.sectors; first += kChunkSectors) {
-    const std::uint32_t n = std::min(kChunkSectors, region.sectors - first);
-    WALFS_ASSIGN_OR_RETURN(std::string bytes, region.ReadSectors(first, n));
-    for (std::uint32_t i = 0; i < n; ++i)
-      max_cycle = std::max(max_cycle, journal::SectorCycle(std::string_view(bytes).substr(
-                                          std::size_t{i} * journal::kLogSectorSize, journal::kLogSectorSize)));
-  }
-  // Damage may have left a huge cycle in some sector; past it the cycle
-  // would wrap, which nothing can order.
+  WALFS_ASSIGN_OR_RETURN(const std::uint32_t max_cycle, HighestRecordCycle(region));
+  // Damage may have left a huge cycle in a record that still reads whole;
+  // past it the cycle would wrap, which nothing can order.
   if (max_cycle >= 0xfffffff0u)
     return Status::Corruption(fmt::format("the log carries cycle {}, too near the largest to restart past it",
                                           max_cycle));

@@ -9,8 +9,9 @@
 // changes they hold, and recovery skips a logged change whose block already
 // carries an LSN at or past it.  A log restarted at cycle 1 would make every
 // later recovery skip changes to blocks stamped by the old log.  So the new
-// log starts in a cycle past every cycle the old one used (xfs_repair -L
-// formats the log with a cycle past the highest it found): one clean-unmount
+// log starts two cycles past the highest record that still reads whole
+// (xfs_repair -L formats the log with a cycle past the highest it found; a
+// damaged sector's stamp is not a cycle the log used): one clean-unmount
 // record at sector 0 of that cycle, every other sector stamped with the
 // cycle before, as the log's stale-block clearing leaves them.
 #pragma once

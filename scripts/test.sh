@@ -27,12 +27,14 @@
 #     and with the lazy push)
 #     FsFaultCampaign seeds              40 -> 16 -> 8
 #     hostile_image_test rounds/flavour  36 -> 18 -> 9
+#     hostile_log_damage_test rounds     36 -> 12 -> 6
 #     Dir.AHugeDirectory... entries      100,000 -> 50,000 -> 25,000
 #     walfs_crashtest_quick (random      --ops 200 --samples 16; tsan
 #     workload; seq-1 is FsCrashShort)   --ops 100 --samples 8
 #     walfs_killtest_quick               gcc only
-# (an explicit WALFS_FS_CRASH_SEEDS, WALFS_FS_FAULT_SEEDS or
-# WALFS_HOSTILE_SEEDS in the environment wins in every job).  The asan and
+# (an explicit WALFS_FS_CRASH_SEEDS, WALFS_FS_FAULT_SEEDS,
+# WALFS_HOSTILE_SEEDS or WALFS_HOSTILE_LOG_SEEDS in the environment wins
+# in every job).  The asan and
 # tsan builds leave out walfs-killtest and walfs-hostile, which no test
 # runs there (`ninja -C DIR walfs-hostile` builds them on request).
 #

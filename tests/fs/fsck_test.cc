@@ -15,7 +15,11 @@
 #include "fs/filesystem.h"
 #include "fs/mkfs.h"
 #include "journal/buf_item.h"
+#include "base/coding.h"
 #include "journal/log.h"
+#include "journal/log_format.h"
+#include "journal/log_head.h"
+#include "journal/log_region.h"
 #include "journal/transaction.h"
 #include "tests/fs/fs_test_fixture.h"
 
@@ -357,6 +361,36 @@ TEST_F(FsckAfterACrash, AReplayLeavesTheLogCleanForTheNextCheckAndMount) {
   auto d = (*fs)->Lookup((*fs)->root(), "d");
   ASSERT_TRUE(d.ok());
   EXPECT_TRUE((*fs)->Lookup(d->st_ino, "f").ok());
+  ASSERT_TRUE((*fs)->Unmount().ok());
+}
+
+// A damaged sector's cycle stamp is no cycle the log ever used: one stamped
+// with the largest cycle makes the log unreplayable, and -L must still
+// restart it, past the cycle of the records that read whole (it refused
+// "too near the largest to restart past it", leaving the image with no way
+// back but norecovery: the hostile campaign's log-damage flavour, seed 22).
+TEST_F(FsckAfterACrash, MinusLRestartsALogWhoseDamagedSectorCarriesTheLargestCycle) {
+  std::vector<std::byte> b(format::kSuperSize);
+  ASSERT_TRUE(dev_.Read(0, b.data(), b.size()).ok());
+  auto sb = format::DecodeSuperblock(b, dev_.size_bytes());
+  ASSERT_TRUE(sb.ok());
+  const journal::LogRegion region{&dev_, sb->log_offset(), sb->log_sectors()};
+  std::string last(journal::kLogSectorSize, '\0');
+  EncodeFixed32(last.data(), 0xffffffffu);
+  ASSERT_TRUE(region.WriteSectors(region.sectors - 1, last).ok());
+  ASSERT_FALSE(Filesystem::MountDevice(&dev_, {}).ok()) << "the damage did not stop recovery";
+
+  FsckReport fixed = Check({.replay = true, .repair = true, .zero_log = true});
+  EXPECT_TRUE(testing::FsckSays(fixed, "log zeroed (-L)")) << testing::FsckProblems(fixed);
+  EXPECT_EQ(fixed.unrepaired(), 0u) << testing::FsckProblems(fixed);
+  FsckReport again = Check({.replay = false});
+  EXPECT_EQ(again.problems.size(), 0u) << testing::FsckProblems(again);
+  auto pos = journal::FindLogPosition(region);
+  ASSERT_TRUE(pos.ok()) << pos.status().ToString();
+  EXPECT_TRUE(pos->clean);
+  EXPECT_EQ(journal::CycleOf(pos->head), 3u) << "two past the records' cycle 1";
+  auto fs = Filesystem::MountDevice(&dev_, {});
+  ASSERT_TRUE(fs.ok()) << fs.status().ToString();
   ASSERT_TRUE((*fs)->Unmount().ok());
 }
 

@@ -21,13 +21,21 @@
 #include "journal/log_head.h"
 #include "journal/log_reader.h"
 #include "journal/log_region.h"
+#include "tests/hostile/hostile_log_damage.h"
 
 namespace walfs::hostile {
 
 using fs::Filesystem;
 using fs::format::Superblock;
 
-std::string_view FlavourName(Flavour f) { return f == Flavour::kClean ? "clean" : "crashed"; }
+std::string_view FlavourName(Flavour f) {
+  switch (f) {
+    case Flavour::kClean: return "clean";
+    case Flavour::kCrashed: return "crashed";
+    case Flavour::kLogDamage: return "log_damage";
+  }
+  return "?";
+}
 
 std::string_view BlockKindName(BlockKind k) {
   switch (k) {
@@ -198,7 +206,7 @@ void Catalogue(BaseImage* base, MemoryDevice* dev) {
     if (sector + rec.sectors > region.sectors) return;  // wraps: keep the mutator simple
     const std::uint64_t off = region.offset + std::uint64_t{sector} * journal::kLogSectorSize;
     base->blocks[static_cast<int>(BlockKind::kLogRecord)].push_back(
-        MetaBlock{.offset = off, .length = rec.sectors * journal::kLogSectorSize, .blkno = off / bs});
+        MetaBlock{.offset = off, .length = rec.sectors * journal::kLogSectorSize, .blkno = off / bs, .lsn = rec.lsn});
   };
   if (pos->clean || pos->tail == pos->head) {
     if (pos->last_record != journal::kNullLsn) {
@@ -218,7 +226,14 @@ Result<BaseImage> BuildBaseImage(Flavour flavour) {
   BaseImage base;
   base.flavour = flavour;
   auto dev = std::make_unique<MemoryDevice>(kImageBytes);
-  const fs::MountOptions kMount{.image = {}, .buffer_cache = 1024};
+  fs::MountOptions kMount{.image = {}, .buffer_cache = 1024};
+  if (flavour == Flavour::kLogDamage) {
+    // No checkpoint but the forced ones (each step's Sync, the unmount):
+    // the log's records then fall the same way every run, so a seed
+    // damages the same record.
+    kMount.commit_interval_s = 0;
+    kMount.lazy_commit_ms = 0;
+  }
   WALFS_ASSIGN_OR_RETURN(Superblock sb, Check(fs::MakeFilesystem(dev.get(), {.block_size = 1024, .ag_count = 2,
                                                                              .label = "hostile", .now_s = 1}),
                                               "mkfs"));
@@ -235,6 +250,11 @@ Result<BaseImage> BuildBaseImage(Flavour flavour) {
     WALFS_ASSIGN_OR_RETURN(auto fs, Check(Filesystem::MountDevice(dev.get(), kMount), "remount"));
     WALFS_RETURN_IF_ERROR(CrashPhase(fs.get(), Built{base.big_dir_ino, base.extent_file_ino, base.xattr_file_ino}));
     // The destructor halts the log: a crash.
+  }
+  if (flavour == Flavour::kLogDamage) {
+    // As crashed, in steps, each its own checkpoint.
+    WALFS_ASSIGN_OR_RETURN(auto fs, Check(Filesystem::MountDevice(dev.get(), kMount), "remount"));
+    WALFS_RETURN_IF_ERROR(Check(LogDamagePhase(fs.get(), base, dev.get(), &base.steps), "log-damage steps"));
   }
   std::vector<std::byte> sbb(fs::format::kSuperSize);
   WALFS_RETURN_IF_ERROR(dev->Read(0, sbb.data(), sbb.size()));

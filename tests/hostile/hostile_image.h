@@ -16,6 +16,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -27,6 +28,11 @@ namespace walfs::hostile {
 enum class Flavour : std::uint8_t {
   kClean = 0,    // cleanly unmounted: the log holds an unmount record
   kCrashed = 1,  // the Filesystem destroyed without Unmount: a dirty log
+  // Crashed too, but the last session's changes are made in steps, each its
+  // own checkpoint forced to the log (BaseImage::steps), so a damaged log
+  // can be read against which steps a recovery must keep
+  // (tests/hostile/hostile_log_damage.h).
+  kLogDamage = 2,
 };
 std::string_view FlavourName(Flavour f);
 
@@ -53,6 +59,14 @@ struct MetaBlock {
   std::uint32_t length = 0;
   std::uint64_t blkno = 0;        // filesystem block (records: the first block they touch)
   std::vector<std::uint32_t> in_use_inodes{};  // kInodeChunk: slots of in-use inodes
+  std::uint64_t lsn = 0;          // kLogRecord: the record's LSN (journal/lsn.h)
+};
+
+// kLogDamage: one step of the crashed session, and where the log's head was
+// once its checkpoint was on disk (every record of the step lies before it).
+struct LogStep {
+  std::string what;
+  std::uint64_t head = 0;  // a journal::Lsn
 };
 
 struct BaseImage {
@@ -61,6 +75,7 @@ struct BaseImage {
   fs::format::Superblock sb;
   std::array<std::vector<MetaBlock>, kBlockKinds> blocks;
   std::uint64_t big_dir_ino = 0, extent_file_ino = 0, xattr_file_ino = 0;
+  std::vector<LogStep> steps;  // kLogDamage only, in the order they were made
 };
 
 inline constexpr std::uint64_t kImageBytes = 24ull << 20;

@@ -97,7 +97,7 @@ void SealSuperblock(std::span<std::byte> sb) {
 // A log record, re-encoded around a damaged payload or header so its CRC
 // and cycle stamps are right again.  False if the record no longer decodes
 // (the base image changed under the catalogue).
-bool DamageRecordResealed(Rng& rng, MutationOp op, std::span<std::byte> bytes, std::string* what) {
+bool DamageRecordResealed(Rng& rng, MutationOp op, std::span<std::byte> bytes, std::string* what, bool* payload_changed) {
   const std::string_view raw(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   journal::DecodedRecord r = journal::DecodeRecord(raw);
   if (r.kind != journal::DecodedRecord::Kind::kOk) return false;
@@ -106,6 +106,7 @@ bool DamageRecordResealed(Rng& rng, MutationOp op, std::span<std::byte> bytes, s
   if ((rng() & 1) && op != MutationOp::kZero && !payload.empty()) {
     *what = "payload: " + Damage(rng, op, std::as_writable_bytes(std::span(payload.data(), payload.size())),
                                  journal::kOpHeaderSize + 64, 4);
+    *payload_changed = true;
   } else {
     // A header field: the ones the reader and recovery interpret.
     const std::uint64_t extreme[] = {0, 1, ~std::uint64_t{0}, rng(), 0x7fffffff};
@@ -160,7 +161,8 @@ Mutation Mutate(const BaseImage& base, std::uint64_t seed, std::vector<std::byte
       break;
     }
     case BlockKind::kLogRecord:
-      if (reseal && DamageRecordResealed(rng, m.op, block, &what)) break;
+      if (reseal && DamageRecordResealed(rng, m.op, block, &what, &m.payload)) break;
+      m.payload = false;
       reseal = false;
       // Raw damage, mostly in the header sector.
       what = Damage(rng, m.op, (rng() & 1) ? block.first(journal::kLogSectorSize) : block, 64, 4);

@@ -31,6 +31,7 @@ struct Mutation {
   MutationOp op = MutationOp::kFlipBits;
   std::uint64_t blkno = 0;
   bool resealed = false;
+  bool payload = false;    // kLogRecord, resealed: the payload changed (a forged record), not the header
   bool changed = false;    // the image differs from the base
   // fsck must report something: a clean image whose in-use metadata no
   // longer checks out (a CRC left bad, or a magic broken).

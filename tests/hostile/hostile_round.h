@@ -61,5 +61,7 @@ RoundResult RunOnImage(std::vector<std::byte> image, const Mutation& m);
 // unlinks a few things.  Bounded however the tree is damaged (depth,
 // entries, bytes, a directory reached twice).
 void ExerciseMounted(fs::Filesystem* fs, RoundResult* r);
+// The walk alone (a read-only mount).
+void WalkMounted(fs::Filesystem* fs, RoundResult* r);
 
 }  // namespace walfs::hostile

@@ -164,6 +164,8 @@ void Walker::Change() {
 
 }  // namespace
 
+void WalkMounted(fs::Filesystem* fs, RoundResult* r) { Walker(fs, r).Walk(); }
+
 void ExerciseMounted(fs::Filesystem* fs, RoundResult* r) {
   Walker w(fs, r);
   w.Walk();

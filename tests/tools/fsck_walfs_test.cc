@@ -312,6 +312,7 @@ TEST_F(FsckWalfs, ZeroingADamagedLogSaysWhatIsLostAndLaterCrashesStillRecover) {
   ToolRun n = Sh(Fsck("-n " + image_));
   EXPECT_EQ(n.exit_code, 4) << n.out;
   EXPECT_NE(n.out.find(": log: "), std::string::npos) << n.out;
+  EXPECT_NE(n.out.find("run fsck.walfs -L to zero it"), std::string::npos) << "the way out is named: " << n.out;
   const std::string refused = MountSays();
   EXPECT_EQ(refused.find("mounted"), std::string::npos) << "the damaged log was not refused";
   EXPECT_NE(refused.find("-o norecovery"), std::string::npos) << "the way out is named: " << refused;
