@@ -42,6 +42,7 @@ int GrowfsMain(int argc, char** argv, std::string_view program) {
       "too small for a group is left unused.  An image file shorter than SIZE is extended.  walfs does not "
       "shrink.  Root only (-n: anyone).",
       program)};
+  app.name(std::string(program));  // "walfs grow" names itself so in usage lines
   cli::AddVersion(app, program);
   bool query = false;
   std::string mnt, size_text;
