@@ -69,8 +69,20 @@ BlockDevice::BlockDevice(std::uint64_t size_bytes, std::uint32_t logical_block_s
   WALFS_CHECK_MSG(IsPowerOfTwo(io_alignment), "I/O alignment must be a power of two");
 }
 
+Status BlockDevice::Grow(std::uint64_t new_size) {
+  if (new_size <= size_bytes()) return Status::Ok();
+  WALFS_RETURN_IF_ERROR(DoGrow(new_size));
+  size_bytes_.store(new_size, std::memory_order_release);
+  return Status::Ok();
+}
+
+Status BlockDevice::DoGrow(std::uint64_t new_size) {
+  return Status::NotSupported(fmt::format("a {} device of {} bytes cannot grow to {} bytes", kind(),
+                                          size_bytes(), new_size));
+}
+
 std::string BlockDevice::Describe() const {
-  return fmt::format("{}: {} bytes, {}-byte sectors", kind(), size_bytes_,
+  return fmt::format("{}: {} bytes, {}-byte sectors", kind(), size_bytes(),
                      logical_block_size_);
 }
 
@@ -89,10 +101,11 @@ Status BlockDevice::Validate(const IoRequest& req) const {
   if (req.len > 0 && req.buf == nullptr)
     return Status::InvalidArgument(fmt::format("{}: null buffer for {} bytes", op, req.len));
   // Written so that offset + len cannot overflow.
-  if (req.offset > size_bytes_ || req.len > size_bytes_ - req.offset)
+  const std::uint64_t size = size_bytes();
+  if (req.offset > size || req.len > size - req.offset)
     return Status::InvalidArgument(
         fmt::format("{} [{}, +{}) is beyond the end of the device ({} bytes)", op,
-                    req.offset, req.len, size_bytes_));
+                    req.offset, req.len, size));
   const std::uint64_t mask = io_alignment_ - 1;
   if ((req.offset & mask) != 0 || (req.len & mask) != 0 ||
       (reinterpret_cast<std::uintptr_t>(req.buf) & mask) != 0)
@@ -154,9 +167,10 @@ Status BlockDevice::Flush() {
 
 Status BlockDevice::Discard(std::uint64_t offset, std::uint64_t len) {
   // Written so that offset + len cannot overflow.
-  if (offset > size_bytes_ || len > size_bytes_ - offset)
+  const std::uint64_t size = size_bytes();
+  if (offset > size || len > size - offset)
     return Refuse(Status::InvalidArgument(fmt::format(
-        "discard [{}, +{}) is beyond the end of the device ({} bytes)", offset, len, size_bytes_)));
+        "discard [{}, +{}) is beyond the end of the device ({} bytes)", offset, len, size)));
   const std::uint64_t mask = logical_block_size_ - 1;
   if ((offset & mask) != 0 || (len & mask) != 0)
     return Refuse(Status::InvalidArgument(fmt::format(

@@ -124,7 +124,9 @@ class BlockDevice {
   BlockDevice(const BlockDevice&) = delete;
   BlockDevice& operator=(const BlockDevice&) = delete;
 
-  std::uint64_t size_bytes() const { return size_bytes_; }
+  // May grow while the device is in use (Grow): a request checked against
+  // an older size is only refused, never misplaced.
+  std::uint64_t size_bytes() const { return size_bytes_.load(std::memory_order_acquire); }
   // The sector size: the unit a torn write is made of, and the alignment
   // O_DIRECT needs.  A power of two.
   std::uint32_t logical_block_size() const { return logical_block_size_; }
@@ -150,6 +152,17 @@ class BlockDevice {
   Status Discard(std::uint64_t offset, std::uint64_t len);
   // Whether Discard() can do anything on this device.
   virtual bool SupportsDiscard() const { return false; }
+
+  // Growing (walfs-growfs).  ProbeSize() is the size the storage below has
+  // now -- a regular file's length, a block device's BLKGETSIZE64 -- which
+  // may exceed size_bytes() once it has been extended from outside (the
+  // default: size_bytes()).  Grow(n) makes size_bytes() n: a regular image
+  // file shorter than n is extended (ftruncate); a block device must be at
+  // least n bytes already (NoSpace otherwise, saying how large it is).  A
+  // device that cannot grow returns NotSupported; n <= size_bytes() is a
+  // no-op.  Not concurrent with another Grow.
+  virtual Result<std::uint64_t> ProbeSize() { return size_bytes(); }
+  Status Grow(std::uint64_t new_size);
 
   // Issues a batch.  Refuses the whole batch (no request issued, no callback
   // run) with InvalidArgument naming the first bad request; otherwise
@@ -190,6 +203,9 @@ class BlockDevice {
   // Called only with a validated, non-empty range.  The default is
   // NotSupported (EOPNOTSUPP).
   virtual Status DoDiscard(std::uint64_t offset, std::uint64_t len);
+  // Called with new_size > size_bytes(); on OK the size becomes new_size.
+  // The default is NotSupported.
+  virtual Status DoGrow(std::uint64_t new_size);
 
   // Runs one validated request through DoRead/DoWrite/DoFlush: the body of
   // a BlockDeviceWorker task.
@@ -201,7 +217,7 @@ class BlockDevice {
   std::uint64_t NextFlushTicket() { return flush_tickets_.fetch_add(1, std::memory_order_acq_rel) + 1; }
   void FlushDone(std::uint64_t ticket);
 
-  const std::uint64_t size_bytes_;
+  std::atomic<std::uint64_t> size_bytes_;  // only grows (Grow)
   const std::uint32_t logical_block_size_;
   const std::uint32_t io_alignment_;
 

@@ -68,6 +68,8 @@ class FaultDevice final : public BlockDevice {
   std::string Describe() const override;
   // Discard passes straight through to the inner device (no rules apply).
   bool SupportsDiscard() const override { return inner_->SupportsDiscard(); }
+  // Growing passes through too.
+  Result<std::uint64_t> ProbeSize() override { return inner_->ProbeSize(); }
 
   // The n-th write from now (n >= 1) fails with err.
   void FailNthWrite(std::uint64_t n, int err = EIO) EXCLUDES(mu_);
@@ -95,6 +97,7 @@ class FaultDevice final : public BlockDevice {
   Status DoFlush() override EXCLUDES(mu_);
   void DoSubmit(std::vector<IoRequest> batch) override;
   Status DoDiscard(std::uint64_t offset, std::uint64_t len) override;
+  Status DoGrow(std::uint64_t new_size) override { return inner_->Grow(new_size); }
 
  private:
   // A rule that fires on the countdown-th matching request from when it was

@@ -294,4 +294,27 @@ void FileDevice::DoSubmit(std::vector<IoRequest> batch) {
   worker_->EnqueueRequests(std::move(batch), [this](const IoRequest& r) { return Execute(r); });
 }
 
+Result<std::uint64_t> FileDevice::ProbeSize() {
+  if (block_device_) {
+    std::uint64_t bytes = 0;
+    if (::ioctl(fd_, BLKGETSIZE64, &bytes) != 0)
+      return Status::FromErrno(errno, fmt::format("ioctl(BLKGETSIZE64) {}", path_));
+    return bytes;
+  }
+  struct stat st = {};
+  if (::fstat(fd_, &st) != 0) return Status::FromErrno(errno, fmt::format("fstat {}", path_));
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
+Status FileDevice::DoGrow(std::uint64_t new_size) {
+  WALFS_ASSIGN_OR_RETURN(const std::uint64_t actual, ProbeSize());
+  if (actual >= new_size) return Status::Ok();
+  if (block_device_)
+    return Status::NoSpace(fmt::format("{} is a block device of {} bytes, fewer than {}; grow the device first",
+                                       path_, actual, new_size));
+  if (::ftruncate(fd_, static_cast<off_t>(new_size)) != 0)
+    return Status::FromErrno(errno, fmt::format("extending {} to {} bytes", path_, new_size));
+  return Status::Ok();
+}
+
 }  // namespace walfs

@@ -91,6 +91,8 @@ class FileDevice final : public BlockDevice {
   // same call to a kernel worker).  A filesystem or device that cannot
   // discard returns NotSupported.
   bool SupportsDiscard() const override { return true; }
+  // A regular file's length (fstat), a block device's BLKGETSIZE64.
+  Result<std::uint64_t> ProbeSize() override;
 
   // kIoUring or kSync: the engine in use, never kAuto.
   IoEngine engine() const { return engine_; }
@@ -110,6 +112,9 @@ class FileDevice final : public BlockDevice {
   Status DoWrite(std::uint64_t offset, const std::byte* buf, std::size_t len,
                  IoFlags flags) override;
   Status DoFlush() override;
+  // A regular file shorter than new_size is extended (ftruncate, sparse); a
+  // block device must already be that large.
+  Status DoGrow(std::uint64_t new_size) override;
   void DoSubmit(std::vector<IoRequest> batch) override;
   Status DoDiscard(std::uint64_t offset, std::uint64_t len) override;
 

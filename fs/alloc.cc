@@ -199,9 +199,12 @@ Result<Extent> Allocator::Alloc(FsTransaction* tx, const AllocRequest& r) {
     bool saw_busy = false, skipped = false;
     // Ascending AG order from the goal's AG; AGs below one the transaction
     // holds are only try-locked (FsTransaction::HoldAgHeader).
-    const std::uint32_t ags = r.goal_ag_only ? 1 : sb_->ag_count;
+    // The AG count read once: a grow may raise it meanwhile (the new AGs
+    // are then tried from the next attempt on).
+    const std::uint32_t ag_count = sb_->ag_count;
+    const std::uint32_t ags = r.goal_ag_only ? 1 : ag_count;
     for (std::uint32_t i = 0; i < ags; ++i) {
-      const std::uint32_t agno = (goal_ag + i) % sb_->ag_count;
+      const std::uint32_t agno = (goal_ag + i) % ag_count;
       Result<Extent> e = AllocInAg(tx, agno, r, agno == goal_ag ? goal_agblock : 0, &saw_busy);
       if (e.ok()) {
         MutexLock l(&mu_);

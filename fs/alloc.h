@@ -124,6 +124,8 @@ class Allocator {
   // from the AG headers (at mount).
   Status LoadFreeTotal();
   std::int64_t FreeTotal() const { return free_total_.load(std::memory_order_relaxed); }
+  // A grow added n free blocks (a longer last AG, new AGs).
+  void AddFreeBlocks(std::int64_t n) { free_total_.fetch_add(n, std::memory_order_relaxed); }
 
  private:
   struct Busy {

@@ -18,7 +18,7 @@ constexpr int kTrimRunsPerHold = 64;
 }  // namespace
 
 Result<std::uint64_t> Allocator::Trim(const TrimRequest& r, const DiscardFn& discard) {
-  const std::uint64_t end = std::min(r.end, sb_->total_blocks);
+  const std::uint64_t end = std::min<std::uint64_t>(r.end, sb_->total_blocks);
   std::uint64_t blocks = 0;
   for (std::uint32_t agno = 0; agno < sb_->ag_count; ++agno) {
     const std::uint64_t ag_start = sb_->AgStart(agno);

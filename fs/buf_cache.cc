@@ -71,15 +71,17 @@ Result<BufRef> BufCache::Get(std::uint64_t blkno, BlockType type) { return Looku
 namespace {
 // Where writeback stamps the LSN in a block of this kind.
 std::uint32_t LsnOffsetOf(BlockType type) {
-  return type == BlockType::kInodes ? format::kInodeLsnOffset
-         : type == BlockType::kRaw  ? journal::kBufNoLsn
+  return type == BlockType::kInodes                                 ? format::kInodeLsnOffset
+         : type == BlockType::kRaw || type == BlockType::kSuper ? journal::kBufNoLsn
                                     : format::kHeaderLsnOffset;
 }
 }  // namespace
 
 Result<BufRef> BufCache::Lookup(std::uint64_t blkno, BlockType type, bool read) {
   const format::Superblock& sb = *options_.sb;
-  if (blkno >= sb.total_blocks || (blkno >= sb.log_start && blkno < sb.data_start()) || blkno == 0)
+  // Block 0 only as the superblock (walfs-growfs logs it).
+  if (blkno >= sb.total_blocks || (blkno >= sb.log_start && blkno < sb.data_start()) ||
+      (blkno == 0) != (type == BlockType::kSuper))
     return Status::InvalidArgument(fmt::format("block {} is not a metadata block of this filesystem "
                                                "({} blocks, log at {}+{})",
                                                blkno, sb.total_blocks, sb.log_start, sb.log_blocks));
@@ -160,6 +162,7 @@ Result<BufRef> BufCache::Lookup(std::uint64_t blkno, BlockType type, bool read) 
 
 Status BufCache::Verify(std::uint64_t blkno, BlockType type, std::span<const std::byte> block) const {
   const format::Superblock& sb = *options_.sb;
+  if (type == BlockType::kSuper) return format::DecodeSuperblock(block).status();
   // Tree nodes: the whole node (its owner and level are the tree's to check).
   if (type == BlockType::kDirectory || type == BlockType::kExtents || type == BlockType::kXattr)
     return format::VerifyBtreeNode(block, blkno, sb.metadata_uuid());

@@ -239,6 +239,12 @@ Status Filesystem::Start() {
   }
   WALFS_ASSIGN_OR_RETURN(log_, std::move(opened));
   const journal::RecoverReport& r = log_->recovery();
+  // Recovery may have replayed a grow into the superblock (growfs logs its
+  // geometry): mount the geometry the log leaves.
+  if (r.replayed) {
+    WALFS_RETURN_IF_ERROR(device_->Read(0, b.data(), b.size()));
+    WALFS_ASSIGN_OR_RETURN(sb_, format::DecodeSuperblock(b, device_->size_bytes()));
+  }
   if (!r.ignored.empty())
     recovery_summary_ = fmt::format("log not replayed (norecovery): {}; the image is as last written back", r.ignored);
   else

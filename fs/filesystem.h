@@ -118,6 +118,20 @@ struct FsCounters {
       trims{0}, trimmed_bytes{0};  // Trim() calls that succeeded, and the bytes they discarded
 };
 
+// The geometry walfs-growfs shows (as xfs_growfs prints it), and what a
+// grow changed: old_* == new_* when nothing was (or, for -n, could be).
+struct GrowReport {
+  std::uint32_t block_size = 0;
+  std::uint32_t ag_blocks = 0;
+  std::uint64_t data_start = 0;  // blocks before AG 0: the superblock and the log
+  std::uint32_t log_blocks = 0;
+  std::uint64_t old_blocks = 0, new_blocks = 0;  // total_blocks before and after
+  std::uint32_t old_ag_count = 0, new_ag_count = 0;
+  std::uint64_t unused_blocks = 0;  // of the size asked for, too few for another AG (or past the limits)
+  std::uint64_t device_bytes = 0;   // the device's size after the call
+  std::uint32_t steps = 0;          // growfs transactions committed
+};
+
 class Filesystem {
  public:
   static Result<std::unique_ptr<Filesystem>> Mount(const MountOptions& options);
@@ -200,6 +214,22 @@ class Filesystem {
   // an AG (as ext4 and XFS); EROFS on a read-only mount; EOPNOTSUPP when
   // the device cannot discard.
   Result<std::uint64_t> Trim(std::uint64_t start, std::uint64_t len, std::uint64_t minlen);
+  // walfs-growfs (fs/filesystem_grow.cc, docs/disk_format.md "Growing"):
+  // grows the mounted filesystem to new_bytes of its device (0: the size
+  // the device has now, ProbeSize), extending an image file that is
+  // shorter.  The last AG is lengthened to ag_blocks, then AGs are added
+  // (fs/grow.h).  The new AGs' metadata is written and flushed beyond the
+  // old end first; then one transaction logs the new geometry in the
+  // superblock with the old last AG's longer header and bitmap (more than
+  // one only when that bitmap change exceeds kGrowfsBitmapBlocks blocks;
+  // each step is a whole geometry), and the in-core geometry changes as it
+  // commits, so allocations in other threads see the new AGs from then on.
+  // EINVAL for a size below the filesystem's (no shrinking), EROFS on a
+  // read-only mount, NoSpace/NotSupported when the device cannot be that
+  // large.  One grow at a time.
+  Result<GrowReport> Grow(std::uint64_t new_bytes) EXCLUDES(grow_mu_);
+  // The geometry alone (walfs-growfs -n).
+  GrowReport Geometry() const;
   Status Fallocate(std::uint64_t ino, int mode, std::uint64_t offset, std::uint64_t length);
   Result<std::uint64_t> Lseek(std::uint64_t ino, std::uint64_t offset, int whence);
 
@@ -231,6 +261,11 @@ class Filesystem {
   Status Start();
   void DestroyComponents();
   Status ProcessUnlinkedLists();
+  // One growfs transaction: the old last AG `last` from `from` to `to`
+  // blocks long, the superblock's geometry to `geo`'s, and `added_free`
+  // more free blocks in the new AGs.
+  Status GrowStep(std::uint32_t last, std::uint32_t from, std::uint32_t to, const format::Superblock& geo,
+                  std::uint64_t added_free) REQUIRES(grow_mu_);
 
   Result<InodeRef> Iget(std::uint64_t ino);
   struct stat StatOf(const format::InodeCore& core) const;
@@ -334,6 +369,10 @@ class Filesystem {
   std::unordered_map<std::uint64_t, std::uint64_t> unlinked_prev_ GUARDED_BY(unlinked_mu_);
   FsCounters counters_;
   std::atomic<bool> unmounted_{false};
+  // One grow at a time; taken before any buffer lock.  sb_'s total_blocks
+  // and ag_count change only under it (and are read without it: they are
+  // MountedFields).
+  Mutex grow_mu_;
   std::string recovery_summary_;
 };
 

@@ -20,7 +20,8 @@ Result<std::uint64_t> Filesystem::Trim(std::uint64_t start, std::uint64_t len, s
   if (!device_->SupportsDiscard())
     return Errno(EOPNOTSUPP, fmt::format("{} cannot discard", device_->kind()));
   const std::uint64_t bs = sb_.block_size;
-  const std::uint64_t total = sb_.total_blocks * bs;
+  const std::uint64_t total_blocks = sb_.total_blocks;  // read once: a grow may raise it
+  const std::uint64_t total = total_blocks * bs;
   // The checks ext4 and XFS make of a struct fstrim_range.
   if (start >= total)
     return Errno(EINVAL, fmt::format("trim from byte {}: the filesystem ends at byte {}", start, total));
@@ -30,7 +31,7 @@ Result<std::uint64_t> Filesystem::Trim(std::uint64_t start, std::uint64_t len, s
                                      std::uint64_t{sb_.ag_blocks} * bs));
   const TrimRequest request{
       .first = start / bs,
-      .end = len >= total - start ? sb_.total_blocks : (start + len) / bs,
+      .end = len >= total - start ? total_blocks : (start + len) / bs,
       .min = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, (minlen + bs - 1) / bs)),
   };
   // Everything freed before this call becomes durable, so no longer busy,

@@ -17,6 +17,7 @@ FsTransaction::FsTransaction(FsTransaction&& other) noexcept
       held_(std::move(other.held_)),
       logged_(std::move(other.logged_)),
       on_commit_(std::move(other.on_commit_)),
+      on_commit_locked_(std::move(other.on_commit_locked_)),
       deferred_(std::move(other.deferred_)),
       precommit_(std::move(other.precommit_)),
       held_ags_(std::move(other.held_ags_)),
@@ -110,6 +111,8 @@ Result<std::uint64_t> FsTransaction::Commit() {
   }
   done_ = true;
   Result<std::uint64_t> seq = tx_.Commit();
+  if (seq.ok())
+    for (auto& hook : on_commit_locked_) hook();
   UnlockAll();
   if (seq.ok())
     for (auto& hook : on_commit_) hook(*seq);

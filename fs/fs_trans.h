@@ -50,6 +50,11 @@ class FsTransaction {
   // Runs after a successful Commit with the checkpoint sequence the changes
   // went into (e.g. to date busy extents).
   void OnCommit(std::function<void(std::uint64_t seq)> hook) { on_commit_.push_back(std::move(hook)); }
+  // Runs after a successful Commit has put the changes in the CIL and
+  // before the held buffers are unlocked: in-core state that must change
+  // before anyone else sees the buffers (growfs publishes the new geometry
+  // while it still holds the AG header whose length it changed).
+  void OnCommitLocked(std::function<void()> hook) { on_commit_locked_.push_back(std::move(hook)); }
 
   // Work that must not run while the transaction holds what it holds now
   // (e.g. a free in an AG below one it holds, which only a try-lock could
@@ -84,6 +89,7 @@ class FsTransaction {
   std::vector<BufRef> held_;
   std::vector<const journal::BufLogItem*> logged_;  // held buffers logged by this transaction
   std::vector<std::function<void(std::uint64_t)>> on_commit_;
+  std::vector<std::function<void()>> on_commit_locked_;
   std::vector<std::function<Status(FsTransaction*)>> deferred_;
   std::function<Status(FsTransaction*)> precommit_;
   std::vector<std::pair<const journal::BufLogItem*, std::uint32_t>> held_ags_;  // AG headers held

@@ -204,7 +204,8 @@ class Checker {
       }
       r_->replayed = r_->log_dirty;
       log_clean_ = true;
-      return Status::Ok();
+      // The log may have held a grow: check the geometry it left.
+      return ReadSuperblock();
     }
     if (!r_->log_dirty) return Status::Ok();
     Problem(fmt::format("the log holds {} committed transactions not yet replayed; run fsck.walfs "
@@ -218,7 +219,7 @@ class Checker {
     if (!rr.ok()) return Status::IoError(fmt::format("replaying the log in memory: {}", rr.status().message()));
     dev_ = overlay_.get();
     r_->replayed_in_memory = true;
-    return Status::Ok();
+    return ReadSuperblock();
   }
 
   void Claim(std::uint64_t blkno, std::uint32_t count, const std::string& who) {

@@ -205,8 +205,9 @@ Result<std::uint64_t> InodeAllocator::Pick(FsTransaction* tx, std::uint32_t pref
   WALFS_CHECK(!init->free());
   // Ascending AG order from the preferred AG; the AGs before it only
   // without waiting (the block allocator's rule).
-  for (std::uint32_t i = 0; i < sb_->ag_count; ++i) {
-    const std::uint32_t agno = (preferred_ag % sb_->ag_count + i) % sb_->ag_count;
+  const std::uint32_t ag_count = sb_->ag_count;  // read once: a grow may raise it
+  for (std::uint32_t i = 0; i < ag_count; ++i) {
+    const std::uint32_t agno = (preferred_ag % ag_count + i) % ag_count;
     Result<std::uint64_t> ino = PickInAg(tx, agno, init);
     if (ino.ok()) return ino;
     if (!ino.status().IsNoSpace() && ino.status().code() != StatusCode::kWouldBlock) return ino;

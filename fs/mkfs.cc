@@ -139,7 +139,7 @@ Result<Superblock> PlanFilesystem(std::uint64_t device_bytes, const MkfsOptions&
   sb.ag_blocks = static_cast<std::uint32_t>(ag_blocks);
   // The last AG is whatever remains; drop AGs that would be empty.
   while (sb.ag_count > 1 && data_blocks <= std::uint64_t{sb.ag_count - 1} * sb.ag_blocks)
-    --sb.ag_count;
+    sb.ag_count -= 1;
   sb.bitmap_blocks =
       static_cast<std::uint32_t>(DivUp(sb.ag_blocks, format::BitsPerBitmapBlock(o.block_size)));
   const std::uint64_t max_chunks = sb.ag_blocks / sb.blocks_per_chunk();
@@ -147,7 +147,7 @@ Result<Superblock> PlanFilesystem(std::uint64_t device_bytes, const MkfsOptions&
       std::max<std::uint64_t>(1, DivUp(max_chunks, format::RecordsPerImapBlock(o.block_size))));
   // Every AG must hold its metadata and at least one inode chunk.
   const std::uint32_t last_len = sb.AgLength(sb.ag_count - 1);
-  const std::uint32_t need = AlignChunk(sb, format::AgFirstFree(sb)) + sb.blocks_per_chunk();
+  const std::uint32_t need = MinAgBlocks(sb);
   if (last_len < need || sb.ag_blocks < need)
     return Status::InvalidArgument(fmt::format(
         "the device ({} bytes) is too small: after the {}-byte log, {} allocation groups of {} "
@@ -171,8 +171,70 @@ Result<Superblock> PlanFilesystem(std::uint64_t device_bytes, const MkfsOptions&
   return sb;
 }
 
+namespace {
+// Writes AG agno's bitmap, inode map and header; with root_chunk != 0 (AG
+// 0 at mkfs) the chunk at that agblock is in use, with its first inode.
+// Returns the AG's free blocks.
+Result<std::uint32_t> WriteAg(BlockDevice* dev, const Superblock& sb, std::uint32_t agno,
+                              std::uint32_t root_chunk) {
+  const std::uint32_t bs = sb.block_size;
+  std::vector<std::byte> block(bs);
+  const std::uint64_t ag_start = sb.AgStart(agno);
+  const std::uint32_t len = sb.AgLength(agno);
+  // Bitmap: the AG's own metadata (and the root chunk) in use, and bits
+  // past the AG's end set so they are never allocated.
+  const std::uint64_t bits = format::BitsPerBitmapBlock(bs);
+  std::uint32_t used = format::AgFirstFree(sb);
+  for (std::uint32_t i = 0; i < sb.bitmap_blocks; ++i) {
+    format::InitBitmapBlock(sb, agno, i, block);
+    for (std::uint64_t bit = 0; bit < bits; ++bit) {
+      const std::uint64_t agblock = std::uint64_t{i} * bits + bit;
+      const bool in_use = agblock < format::AgFirstFree(sb) || agblock >= len ||
+                          (root_chunk != 0 && agblock >= root_chunk &&
+                           agblock < root_chunk + sb.blocks_per_chunk());
+      if (in_use) format::BitmapSet(block, bit, true);
+    }
+    format::SealBlock(block);
+    WALFS_RETURN_IF_ERROR(dev->Write((ag_start + format::AgBitmapStart() + i) * bs, block.data(), bs));
+  }
+  // Inode map: the root chunk's record, with the root inode in use.
+  for (std::uint32_t i = 0; i < sb.imap_blocks; ++i) {
+    format::InitImapBlock(sb, agno, i, block);
+    if (root_chunk != 0 && i == 0) {
+      format::PutImapRecord(block, 0, {root_chunk, sb.inodes_per_chunk - 1, ~std::uint64_t{0} << 1});
+      format::SealBlock(block);
+    }
+    WALFS_RETURN_IF_ERROR(dev->Write((ag_start + format::AgImapStart(sb) + i) * bs, block.data(), bs));
+  }
+  format::AgHeader h;
+  h.agno = agno;
+  h.length = len;
+  if (root_chunk != 0) {
+    used += sb.blocks_per_chunk();
+    h.chunks = 1;
+    h.icount = sb.inodes_per_chunk;
+    h.ifree = sb.inodes_per_chunk - 1;
+  }
+  h.free_blocks = len - used;
+  format::EncodeAgHeader(h, sb, block);
+  WALFS_RETURN_IF_ERROR(dev->Write(ag_start * bs, block.data(), bs));
+  return h.free_blocks;
+}
+}  // namespace
+
+Result<std::uint32_t> WriteEmptyAg(BlockDevice* device, const format::Superblock& sb, std::uint32_t agno) {
+  return WriteAg(device, sb, agno, 0);
+}
+
+std::uint32_t MinAgBlocks(const format::Superblock& sb) {
+  return AlignChunk(sb, format::AgFirstFree(sb)) + sb.blocks_per_chunk();
+}
+
 Result<Superblock> MakeFilesystem(BlockDevice* dev, const MkfsOptions& o) {
-  WALFS_ASSIGN_OR_RETURN(Superblock sb, PlanFilesystem(dev->size_bytes(), o));
+  if (o.size_bytes > dev->size_bytes())
+    return Status::InvalidArgument(fmt::format("a filesystem of {} bytes does not fit the {}-byte device",
+                                               o.size_bytes, dev->size_bytes()));
+  WALFS_ASSIGN_OR_RETURN(Superblock sb, PlanFilesystem(o.size_bytes ? o.size_bytes : dev->size_bytes(), o));
   const std::uint32_t bs = sb.block_size;
   std::vector<std::byte> block(bs);
 
@@ -189,47 +251,8 @@ Result<Superblock> MakeFilesystem(BlockDevice* dev, const MkfsOptions& o) {
   const std::uint32_t root_chunk = AlignChunk(sb, format::AgFirstFree(sb));
   std::uint64_t free_total = 0;
   for (std::uint32_t agno = 0; agno < sb.ag_count; ++agno) {
-    const std::uint64_t ag_start = sb.AgStart(agno);
-    const std::uint32_t len = sb.AgLength(agno);
-    // Bitmap: the AG's own metadata (and in AG 0 the root chunk) in use,
-    // and bits past the AG's end set so they are never allocated.
-    const std::uint64_t bits = format::BitsPerBitmapBlock(bs);
-    std::uint32_t used = format::AgFirstFree(sb);
-    for (std::uint32_t i = 0; i < sb.bitmap_blocks; ++i) {
-      format::InitBitmapBlock(sb, agno, i, block);
-      for (std::uint64_t bit = 0; bit < bits; ++bit) {
-        const std::uint64_t agblock = std::uint64_t{i} * bits + bit;
-        const bool in_use = agblock < format::AgFirstFree(sb) || agblock >= len ||
-                            (agno == 0 && agblock >= root_chunk &&
-                             agblock < root_chunk + sb.blocks_per_chunk());
-        if (in_use) format::BitmapSet(block, bit, true);
-      }
-      format::SealBlock(block);
-      WALFS_RETURN_IF_ERROR(dev->Write((ag_start + format::AgBitmapStart() + i) * bs, block.data(), bs));
-    }
-    // Inode map: AG 0 has the root chunk, with the root inode in use.
-    for (std::uint32_t i = 0; i < sb.imap_blocks; ++i) {
-      format::InitImapBlock(sb, agno, i, block);
-      if (agno == 0 && i == 0) {
-        format::PutImapRecord(block, 0,
-                              {root_chunk, sb.inodes_per_chunk - 1, ~std::uint64_t{0} << 1});
-        format::SealBlock(block);
-      }
-      WALFS_RETURN_IF_ERROR(dev->Write((ag_start + format::AgImapStart(sb) + i) * bs, block.data(), bs));
-    }
-    format::AgHeader h;
-    h.agno = agno;
-    h.length = len;
-    if (agno == 0) {
-      used += sb.blocks_per_chunk();
-      h.chunks = 1;
-      h.icount = sb.inodes_per_chunk;
-      h.ifree = sb.inodes_per_chunk - 1;
-    }
-    h.free_blocks = len - used;
-    free_total += h.free_blocks;
-    format::EncodeAgHeader(h, sb, block);
-    WALFS_RETURN_IF_ERROR(dev->Write(ag_start * bs, block.data(), bs));
+    WALFS_ASSIGN_OR_RETURN(const std::uint32_t free, WriteAg(dev, sb, agno, agno == 0 ? root_chunk : 0));
+    free_total += free;
   }
 
   // The root chunk: the root directory, empty and inline, and 63 free inodes.

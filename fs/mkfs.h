@@ -27,6 +27,9 @@ struct MkfsOptions {
   std::optional<format::Uuid> uuid{};  // default: a new random UUID
   std::int64_t now_s = 0;              // creation time; 0: the clock
   std::uint32_t root_uid = 0, root_gid = 0;
+  // The filesystem's size; 0: the whole device (less leaves room to grow:
+  // tests of walfs-growfs on a memory device).
+  std::uint64_t size_bytes = 0;
 };
 
 // The reservation geometry of a filesystem with this block size (the same
@@ -48,6 +51,16 @@ format::Uuid NewUuid();
 // a reason for a device too small, a log below the minimum or larger than
 // the device allows, a bad block size or AG count.
 Result<format::Superblock> PlanFilesystem(std::uint64_t device_bytes, const MkfsOptions& options);
+
+// The fewest blocks an AG may have: its header, bitmap and inode map and
+// one inode chunk (mkfs refuses a smaller last AG; growfs leaves a smaller
+// remainder unused).
+std::uint32_t MinAgBlocks(const format::Superblock& sb);
+// Writes AG agno of `sb` as mkfs leaves an AG without the root chunk --
+// its bitmap (its own metadata in use, bits past its end set), an empty
+// inode map, and its header -- without flushing.  Returns its free blocks.
+// walfs-growfs writes the AGs it adds this way, beyond the old end.
+Result<std::uint32_t> WriteEmptyAg(BlockDevice* device, const format::Superblock& sb, std::uint32_t agno);
 
 // Plans and writes the filesystem, then flushes.  Returns its superblock.
 Result<format::Superblock> MakeFilesystem(BlockDevice* device, const MkfsOptions& options);

@@ -12,7 +12,7 @@ namespace {
 
 constexpr std::string_view kNames[] = {"create", "mkdir",    "link",    "remove", "rename",
                                        "symlink", "write", "truncate", "setattr", "xattr",
-                                       "create_acl", "mkdir_acl"};
+                                       "create_acl", "mkdir_acl", "growfs"};
 static_assert(std::size(kNames) == kTransTypeCount);
 
 // Worst-case bytes for the blocks and inodes one step may dirty.
@@ -85,6 +85,10 @@ ReservationTable::ReservationTable(const ReservationGeometry& geo) {
   const std::int32_t xattr_leaves =
       2 * static_cast<std::int32_t>(MaxXattrValue(geo.block_size)) / std::max(256, geo.block_size - 128) + 1;
   set(TransType::kXattr, c.Inodes(1) + c.Bufs(xattr_leaves + 2 * geo.dir_levels + 1) + 2 * c.Alloc(), 2, true);
+
+  // Growing: the superblock, the old last AG's header and the bitmap blocks
+  // whose bits past its old end are cleared; one step, not rolled.
+  set(TransType::kGrowfs, c.Bufs(2 + kGrowfsBitmapBlocks), 1, false);
 
   for (int i = 0; i < kTransTypeCount; ++i) {
     const std::int64_t total = std::int64_t{resv_[i].unit_bytes} * resv_[i].log_count;

@@ -33,9 +33,15 @@ enum class TransType : std::uint8_t {
   // ACLs go in the same step (fs/filesystem_acl.cc).
   kCreateAcl,
   kMkdirAcl,
+  // walfs-growfs: the superblock, the last AG's header and up to
+  // kGrowfsBitmapBlocks of its bitmap (fs/filesystem_grow.cc).
+  kGrowfs,
   kCount,
 };
 inline constexpr int kTransTypeCount = static_cast<int>(TransType::kCount);
+// The bitmap blocks one growfs step may change: a last AG lengthened by
+// more than that many blocks' worth of bits is lengthened in several steps.
+inline constexpr std::int32_t kGrowfsBitmapBlocks = 8;
 
 std::string_view TransTypeName(TransType type);
 

@@ -24,6 +24,7 @@
 #include "fs/posix_acl.h"
 #include "mount/fuse_events.h"
 #include "mount/fuse_reply.h"
+#include "mount/growfs_ioctl.h"
 #include "mount/setid_kill.h"
 #include "mount/sync_file.h"
 #include "tracing/tracer.h"
@@ -384,7 +385,37 @@ void Lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info
   fuse_reply_lseek(req, static_cast<off_t>(*r));
 }
 
-// FITRIM (fstrim MNT), the one ioctl walfs answers (docs/fs.md, "Discard"):
+// WALFS_IOC_GROWFS (walfs-growfs MNT; mount/growfs_ioctl.h): the geometry
+// for anyone, a grow for root only (as FITRIM, below).  The grow runs on
+// this FUSE worker thread; the others go on serving, and allocating.
+void Growfs(fuse_req_t req, FuseServer* s, const void* in_buf, size_t in_bufsz, size_t out_bufsz) {
+  if (in_bufsz < sizeof(GrowfsArgs) || out_bufsz < sizeof(GrowfsArgs)) return (void)FailErrno(req, EINVAL);
+  GrowfsArgs args{};
+  std::memcpy(&args, in_buf, sizeof args);  // the ABI struct, not an on-disk one
+  fs::GrowReport r;
+  if (args.flags & kGrowfsQuery) {
+    r = s->fs()->Geometry();
+  } else {
+    if (fuse_req_ctx(req)->uid != 0) return (void)FailErrno(req, EPERM);
+    Result<fs::GrowReport> grown = s->fs()->Grow(args.new_bytes);
+    if (!grown.ok()) return ReplyErr(req, grown.status());
+    r = *grown;
+  }
+  args.block_size = r.block_size;
+  args.old_blocks = r.old_blocks;
+  args.new_blocks = r.new_blocks;
+  args.old_ag_count = r.old_ag_count;
+  args.new_ag_count = r.new_ag_count;
+  args.ag_blocks = r.ag_blocks;
+  args.log_blocks = r.log_blocks;
+  args.data_start = r.data_start;
+  args.unused_blocks = r.unused_blocks;
+  args.device_bytes = r.device_bytes;
+  args.steps = r.steps;
+  fuse_reply_ioctl(req, 0, &args, sizeof args);
+}
+
+// FITRIM (fstrim MNT), the other ioctl walfs answers (docs/fs.md, "Discard"):
 // a restricted ioctl, so the kernel copies the struct fstrim_range in and
 // out by the command's encoding, and on a directory only because INIT
 // granted FUSE_CAP_IOCTL_DIR.  The kernel asks CAP_SYS_ADMIN of FITRIM on
@@ -396,7 +427,9 @@ void Lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info
 void Ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file_info*, unsigned /*flags*/,
            const void* in_buf, size_t in_bufsz, size_t out_bufsz) {
   FuseServer* s = Server(req);
-  if (cmd != FITRIM || ControlDir::IsControlIno(ino)) return (void)FailErrno(req, ENOTTY);
+  if (ControlDir::IsControlIno(ino)) return (void)FailErrno(req, ENOTTY);
+  if (cmd == static_cast<unsigned int>(kIocGrowfs)) return Growfs(req, s, in_buf, in_bufsz, out_bufsz);
+  if (cmd != FITRIM) return (void)FailErrno(req, ENOTTY);
   if (fuse_req_ctx(req)->uid != 0) return (void)FailErrno(req, EPERM);  // first, as ext4 and XFS check
   if (in_bufsz < sizeof(fstrim_range) || out_bufsz < sizeof(fstrim_range)) return (void)FailErrno(req, EINVAL);
   fstrim_range range{};

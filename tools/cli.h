@@ -18,6 +18,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/status.h"
+
 namespace walfs::cli {
 
 inline constexpr int kUsageExit = 2;       // every program but fsck.walfs
@@ -40,6 +42,11 @@ std::optional<int> Parse(CLI::App& app, int argc, char** argv, int usage_exit = 
 CLI::Validator AtLeast(long long min);
 // A number above 0 (a duration, a ratio).
 CLI::Validator Positive();
+
+// A size as mkfs.walfs and walfs-growfs take it: bytes, or with a K, M, G
+// or T suffix (binary; "B" after it allowed: "10g", "64M", "1TB").
+// InvalidArgument saying what is wrong.
+Result<std::uint64_t> ParseSize(std::string_view text);
 
 // Prints "PROGRAM: WHAT; see PROGRAM --help" on stderr and returns usage_exit.
 int UsageError(std::string_view program, std::string_view what, int usage_exit = kUsageExit);

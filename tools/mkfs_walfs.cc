@@ -38,34 +38,7 @@ namespace {
 
 constexpr int kExitOk = 0, kExitFail = 1;
 
-// "10g", "64M", "4096", "512k" -> bytes.
-Result<std::uint64_t> ParseSize(std::string_view text) {
-  if (text.empty()) return Status::InvalidArgument("empty size");
-  std::size_t pos = 0;
-  std::uint64_t v = 0;
-  while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
-    const std::uint64_t d = static_cast<std::uint64_t>(text[pos] - '0');
-    if (v > (UINT64_MAX - d) / 10) return Status::InvalidArgument(fmt::format("size \"{}\" overflows", text));
-    v = v * 10 + d;
-    ++pos;
-  }
-  if (pos == 0) return Status::InvalidArgument(fmt::format("size \"{}\" is not a number", text));
-  int shift = 0;
-  if (pos < text.size()) {
-    switch (text[pos] | 0x20) {
-      case 'k': shift = 10; break;
-      case 'm': shift = 20; break;
-      case 'g': shift = 30; break;
-      case 't': shift = 40; break;
-      default: return Status::InvalidArgument(fmt::format("size \"{}\": unknown unit", text));
-    }
-    ++pos;
-    if (pos < text.size() && (text[pos] | 0x20) == 'b') ++pos;  // "10GB", "64mb"
-    if (pos != text.size()) return Status::InvalidArgument(fmt::format("size \"{}\": trailing text", text));
-  }
-  if (shift && v > (UINT64_MAX >> shift)) return Status::InvalidArgument(fmt::format("size \"{}\" overflows", text));
-  return v << shift;
-}
+using cli::ParseSize;
 
 // What is on the image now: a walfs superblock, or whatever libblkid finds.
 std::optional<std::string> ExistingFilesystem(const std::string& path) {

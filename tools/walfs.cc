@@ -1,6 +1,7 @@
 // walfs IMAGE MOUNTPOINT [-f] [-d] [-o opt[,opt...]]: mounts a walfs image.
-// `walfs sync PATH...` makes a mount durable instead (tools/walfs_sync.h);
-// an image file called `sync` is mounted as ./sync.
+// `walfs sync PATH...` makes a mount durable instead (tools/walfs_sync.h),
+// `walfs grow [-n] MNT [SIZE]` grows one (tools/growfs.h); an image file
+// called `sync` or `grow` is mounted as ./sync or ./grow.
 // Also `mount -t fuse.walfs IMAGE MOUNTPOINT -o ...` and /etc/fstab
 // (mount.fuse3 runs this program).  README "Mounting" lists the options.
 //
@@ -36,6 +37,7 @@
 #include "mount/fuse_server.h"
 #include "tools/cli.h"
 #include "tools/stale_mount.h"
+#include "tools/growfs.h"
 #include "tools/walfs_sync.h"
 #include "tracing/options.h"
 #include "tracing/tracer.h"
@@ -142,8 +144,10 @@ void Usage() {
   fmt::print(
       "Usage: walfs IMAGE MOUNTPOINT [-f] [-d] [-o opt[,opt...]]\n"
       "  or:  walfs sync PATH...\n"
+      "  or:  walfs grow [-n] MOUNTPOINT [SIZE]\n"
       "Mounts the walfs image IMAGE on MOUNTPOINT.  walfs sync makes every change on PATH's walfs\n"
       "mount durable, which sync(1) cannot (sync(2) never reaches a FUSE daemon; see walfs sync --help).\n"
+      "walfs grow is walfs-growfs: it grows a mounted filesystem (see walfs grow --help).\n"
       "\n"
       "Options:\n"
       "  -f                      stay in the foreground (default: detach once mounted)\n"
@@ -253,6 +257,7 @@ struct ArgsGuard {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "sync") == 0) return walfs::tools::SyncMain(argc - 1, argv + 1);
+  if (argc >= 2 && std::strcmp(argv[1], "grow") == 0) return walfs::tools::GrowfsMain(argc - 1, argv + 1, "walfs grow");
   fuse_args args = FUSE_ARGS_INIT(argc, argv);
   fuse_cmdline_opts cmd{};
   ArgsGuard guard{&args, &cmd};

@@ -19,6 +19,7 @@ std::string_view BlockTypeName(BlockType t) {
     case BlockType::kDirectory: return "directory";
     case BlockType::kExtents: return "extents";
     case BlockType::kXattr: return "xattr";
+    case BlockType::kSuper: return "superblock";
   }
   return "?";
 }
@@ -35,6 +36,9 @@ void SealMetadataBlock(std::uint8_t type, std::span<std::byte> block) {
       return;
     case BlockType::kInodes:
       SealInodeBlock(block);
+      return;
+    case BlockType::kSuper:
+      if (block.size() >= kSuperSize) SealSuperblock(block);
       return;
     case BlockType::kRaw:
       return;
@@ -64,6 +68,7 @@ bool BlockStampValid(std::uint8_t type, std::uint64_t blkno, std::span<const std
       return DecodeFixed16(p) == kInodeMagic && DecodeFixed64(p + 104) == blkno * (block.size() / kInodeSize);
     }
     case BlockType::kRaw: return true;
+    case BlockType::kSuper: return false;  // it has no stamp
   }
   return false;
 }

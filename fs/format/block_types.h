@@ -19,6 +19,9 @@ enum class BlockType : std::uint8_t {
   kDirectory = 5, // reserved for directory blocks
   kExtents = 6,   // reserved for extent tree blocks
   kXattr = 7,     // reserved for xattr blocks
+  // Block 0, logged by walfs-growfs (its geometry): no block header and no
+  // LSN stamp, so recovery always replays what the log holds for it.
+  kSuper = 8,
 };
 std::string_view BlockTypeName(BlockType t);
 

@@ -36,7 +36,15 @@ void Superblock::ChangeUuid(const Uuid& new_uuid) {
 
 std::uint32_t Superblock::AgLength(std::uint32_t agno) const {
   if (agno + 1 < ag_count) return ag_blocks;
-  return static_cast<std::uint32_t>(total_blocks - AgStart(agno));
+  // Clamped: while a grow is publishing its geometry a reader may see the
+  // new total with the old AG count, and the old last AG is then whole.
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(ag_blocks, total_blocks - AgStart(agno)));
+}
+
+void SealSuperblock(std::span<std::byte> block) {
+  WALFS_CHECK(block.size() >= kSuperSize);
+  char* p = reinterpret_cast<char*>(block.data());
+  EncodeFixed32(p + 4, SuperCrc(p));
 }
 
 void EncodeSuperblock(const Superblock& sb, std::span<std::byte> out) {

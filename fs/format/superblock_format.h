@@ -24,9 +24,12 @@
 // the bit.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
+
+#include <fmt/core.h>
 
 #include "base/status.h"
 #include "fs/format/block_header.h"
@@ -51,6 +54,44 @@ inline constexpr std::uint32_t kKnownRoCompat = 0;
 inline constexpr std::uint32_t kIncompatMetaUuid = 1u << 0;
 inline constexpr std::uint32_t kKnownIncompat = kIncompatMetaUuid;
 
+// A superblock field that a mounted filesystem changes while its other
+// threads read it: total_blocks and ag_count, which walfs-growfs raises
+// (fs/filesystem_grow.cc).  It reads and writes like the integer it holds,
+// but every access is atomic (acquire/release), so readers never race
+// with the grow (TSan).  The grow stores total_blocks before ag_count: a
+// reader that loads ag_count and then total_blocks sees a total at least
+// that large (AgLength below relies on it, and clamps for the reverse).
+template <typename T>
+class MountedField {
+ public:
+  MountedField(T v = 0) : v_(v) {}  // NOLINT: implicit, as the plain field was
+  MountedField(const MountedField& o) : v_(o.load()) {}
+  MountedField& operator=(const MountedField& o) {
+    store(o.load());
+    return *this;
+  }
+  MountedField& operator=(T v) {
+    store(v);
+    return *this;
+  }
+  // A load then a store, not one atomic step: only for the field's one
+  // writer (mkfs, walfs-admin, growfs under its lock, tests).
+  MountedField& operator+=(T v) {
+    store(load() + v);
+    return *this;
+  }
+  MountedField& operator-=(T v) {
+    store(load() - v);
+    return *this;
+  }
+  operator T() const { return load(); }  // NOLINT: reads like the plain field
+  T load() const { return v_.load(std::memory_order_acquire); }
+  void store(T v) { v_.store(v, std::memory_order_release); }
+
+ private:
+  std::atomic<T> v_;
+};
+
 struct Superblock {
   std::uint32_t version = kFormatVersion;
   std::uint32_t compat = 0, ro_compat = 0, incompat = 0;
@@ -58,8 +99,8 @@ struct Superblock {
   Uuid uuid{};
   std::uint32_t block_size = 4096;
   std::uint32_t inode_size = kInodeSize;
-  std::uint64_t total_blocks = 0;
-  std::uint32_t ag_count = 0;
+  MountedField<std::uint64_t> total_blocks = 0;  // grows (walfs-growfs)
+  MountedField<std::uint32_t> ag_count = 0;      // grows (walfs-growfs)
   std::uint32_t ag_blocks = 0;  // every AG but the last, which may be shorter
   std::uint64_t log_start = 0;
   std::uint32_t log_blocks = 0;
@@ -92,6 +133,16 @@ struct Superblock {
   std::uint32_t log_sectors() const { return log_blocks * (block_size / 512); }
 };
 
+// Where the fields walfs-growfs logs live (the transaction logs these
+// byte ranges of block 0, BlockType::kSuper).
+inline constexpr std::uint32_t kSuperTotalBlocksOffset = 56;  // u64, then ag_count u32 at 64
+inline constexpr std::uint32_t kSuperAgCountOffset = 64;
+inline constexpr std::uint32_t kSuperFreeBlocksOffset = 120;  // u64
+
+// Recomputes the CRC of an encoded superblock after bytes of it changed
+// (growfs's logged fields; recovery after replaying them).
+void SealSuperblock(std::span<std::byte> block);
+
 // The superblock's 512 bytes at sb[0, kSuperSize); the CRC is computed.
 void EncodeSuperblock(const Superblock& sb, std::span<std::byte> out);
 // Decodes and checks everything that can be checked alone: magic, CRC,
@@ -102,3 +153,12 @@ Result<Superblock> DecodeSuperblock(std::span<const std::byte> in, std::uint64_t
 std::string SuperblockString(const Superblock& sb);
 
 }  // namespace walfs::fs::format
+
+// Formats as the integer it holds.
+template <typename T>
+struct fmt::formatter<walfs::fs::format::MountedField<T>> : fmt::formatter<T> {
+  template <typename Context>
+  auto format(const walfs::fs::format::MountedField<T>& f, Context& ctx) const {
+    return fmt::formatter<T>::format(f.load(), ctx);
+  }
+};

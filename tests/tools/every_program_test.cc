@@ -28,7 +28,7 @@ struct Program {
 const std::vector<Program>& Programs() {
   static const std::vector<Program> all{
       {"mkfs.walfs", 2, true},       {"fsck.walfs", 16, true},      {"walfs", 2, false},
-      {"walfs-admin", 2, true},
+      {"walfs-admin", 2, true},      {"walfs-growfs", 2, true},
       {"walfs-logprint", 2, true},   {"walfs-trace", 2, true},      {"walfs-aim", 2, true},
       {"walfs-killtest", 2, true},   {"walfs-crashtest", 2, true},
       {"log_bench", 2, true},        {"grant_head_bench", 2, true}, {"trace_bench", 2, true},
@@ -94,6 +94,9 @@ TEST(EveryProgram, BadValuesAreUsageErrorsNamingTheOption) {
       {"fsck.walfs -n -y img", "--no-change excludes --yes", 16},
       {"walfs-admin -U nope img", "is not a UUID", 2},
       {"walfs-admin img", "nothing to do", 2},
+      {"walfs-growfs", "MNT is required", 2},
+      {"walfs-growfs /mnt 10x", "unknown unit", 2},
+      {"walfs-growfs /mnt 0", "SIZE must be above 0", 2},
   };
   for (const Case& c : cases) {
     ToolRun r = RunTool("{ " + Bin(c.command) + " 2>&1 >/dev/null; }");

@@ -23,14 +23,14 @@ rm -f "$prefix.log"
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
-for p in "$sbindir/mkfs.walfs" "$sbindir/fsck.walfs" "$sbindir/walfs-admin" "$bindir/walfs" "$bindir/walfs-logprint" \
+for p in "$sbindir/mkfs.walfs" "$sbindir/fsck.walfs" "$sbindir/walfs-admin" "$sbindir/walfs-growfs" "$bindir/walfs" "$bindir/walfs-logprint" \
          "$bindir/walfs-trace" "$bindir/walfs-aim"; do
   [[ -x $prefix/$p ]] || fail "program $p is not installed (or not executable)"
 done
 # The installed programs run from the prefix (no build-tree paths baked in).
 out=$("$prefix/$sbindir/fsck.walfs" --version 2>&1) || fail "installed fsck.walfs --version: $out"
 
-for page in man8/walfs.8 man8/mkfs.walfs.8 man8/fsck.walfs.8 man8/walfs-admin.8 man8/walfs-logprint.8 \
+for page in man8/walfs.8 man8/mkfs.walfs.8 man8/fsck.walfs.8 man8/walfs-admin.8 man8/walfs-growfs.8 man8/walfs-logprint.8 \
             man1/walfs-trace.1 man1/walfs-aim.1; do
   file=$prefix/$mandir/$page
   name=$(basename "$page"); name=${name%.*}
@@ -54,7 +54,7 @@ done
 grep -q "usage or syntax error" <<<"$(groff -man -Tutf8 -P-cbou "$prefix/$mandir/man8/fsck.walfs.8" 2>/dev/null)" ||
   fail "fsck.walfs.8 does not give fsck(8)'s exit code 16"
 
-for c in walfs mkfs.walfs fsck.walfs walfs-admin walfs-trace walfs-logprint walfs-aim; do
+for c in walfs mkfs.walfs fsck.walfs walfs-admin walfs-growfs walfs-trace walfs-logprint walfs-aim; do
   file=$prefix/$compdir/$c
   if [[ ! -s $file ]]; then
     fail "bash completion $compdir/$c is not installed"
