@@ -23,6 +23,10 @@ std::uint32_t BlockCrc(std::span<const std::byte> block) {
 }
 }  // namespace
 
+bool BlockCrcMatches(std::span<const std::byte> block) {
+  return block.size() >= kBlockHeaderSize && DecodeFixed32(C(block) + kHeaderCrcOffset) == BlockCrc(block);
+}
+
 void EncodeBlockHeader(const BlockHeader& h, std::span<std::byte> block) {
   WALFS_CHECK(block.size() >= kBlockHeaderSize);
   char* p = C(block);

@@ -43,6 +43,8 @@ BlockHeader DecodeBlockHeader(std::span<const std::byte> block);
 
 // Computes and stores the CRC of a block with a header.
 void SealBlock(std::span<std::byte> block);
+// Whether the block's stored CRC is the one its bytes give (no other check).
+bool BlockCrcMatches(std::span<const std::byte> block);
 // Checks magic, CRC, blkno and uuid.  Corruption with a reason naming the
 // block and what is wrong.
 Status VerifyBlock(std::span<const std::byte> block, std::uint32_t magic, std::uint64_t blkno,

@@ -35,6 +35,7 @@ void SealMetadataBlock(std::uint8_t type, std::span<std::byte> block) {
       if (block.size() >= kBlockHeaderSize) SealBlock(block);
       return;
     case BlockType::kInodes:
+      SpreadInodeBlockLsn(block);
       SealInodeBlock(block);
       return;
     case BlockType::kSuper:
@@ -46,12 +47,14 @@ void SealMetadataBlock(std::uint8_t type, std::span<std::byte> block) {
 }
 
 bool BlockStampValid(std::uint8_t type, std::uint64_t blkno, std::span<const std::byte> block) {
+  // A block written whole: its CRC matches.  One torn after its first
+  // sector carries the new stamp over old bytes, and must be replayed.
   auto header_is = [&](std::initializer_list<std::uint32_t> magics) {
     if (block.size() < kBlockHeaderSize) return false;
     const BlockHeader h = DecodeBlockHeader(block);
     if (h.blkno != blkno) return false;
     for (std::uint32_t m : magics)
-      if (h.magic == m) return true;
+      if (h.magic == m) return BlockCrcMatches(block);
     return false;
   };
   switch (static_cast<BlockType>(type)) {
@@ -61,12 +64,11 @@ bool BlockStampValid(std::uint8_t type, std::uint64_t blkno, std::span<const std
     case BlockType::kDirectory:
     case BlockType::kExtents:
     case BlockType::kXattr: return header_is({kBtreeLeafMagic, kBtreeNodeMagic});
-    case BlockType::kInodes: {
-      // The stamp lives in the first inode: it must be that inode.
-      if (block.size() < kInodeSize) return false;
-      const char* p = reinterpret_cast<const char*>(block.data());
-      return DecodeFixed16(p) == kInodeMagic && DecodeFixed64(p + 104) == blkno * (block.size() / kInodeSize);
-    }
+    case BlockType::kInodes:
+      // The stamp lives in the first inode and writeback copies it into
+      // every inode (SealMetadataBlock): all of them must be the block's
+      // own inodes with that one LSN, or a write was torn between them.
+      return InodeBlockLsnsAgree(block, blkno * (block.size() / kInodeSize));
     case BlockType::kRaw: return true;
     case BlockType::kSuper: return false;  // it has no stamp
   }

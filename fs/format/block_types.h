@@ -33,7 +33,10 @@ void SealMetadataBlock(std::uint8_t type, std::span<std::byte> block);
 // this address (its magic, and the address it names), so that its LSN stamp
 // means something to recovery.  A freed metadata block reused for file data
 // and then reused again as metadata holds file bytes where the stamp would
-// be: recovery must replay over those, not trust them.
+// be: recovery must replay over those, not trust them.  Nor is a stamp
+// trusted in a block that was not written whole (a torn write puts the new
+// stamp, in the first sector, over old bytes): its CRC must match, and in
+// an inode chunk block every inode must carry the same LSN.
 bool BlockStampValid(std::uint8_t type, std::uint64_t blkno, std::span<const std::byte> block);
 
 }  // namespace walfs::fs::format

@@ -151,6 +151,29 @@ void SealInodeBlock(std::span<std::byte> block) {
   }
 }
 
+void SpreadInodeBlockLsn(std::span<std::byte> block) {
+  if (block.size() < kInodeSize) return;
+  const std::uint64_t lsn = DecodeFixed64(reinterpret_cast<const char*>(block.data()) + kInodeLsnOffset);
+  for (std::size_t off = kInodeSize; off + kInodeSize <= block.size(); off += kInodeSize) {
+    char* p = reinterpret_cast<char*>(block.data() + off);
+    if (DecodeFixed16(p) == kInodeMagic) EncodeFixed64(p + kInodeLsnOffset, lsn);
+  }
+}
+
+bool InodeBlockLsnsAgree(std::span<const std::byte> block, std::uint64_t first_ino) {
+  if (block.size() < kInodeSize) return false;
+  const char* first = reinterpret_cast<const char*>(block.data());
+  const std::uint64_t lsn = DecodeFixed64(first + kInodeLsnOffset);
+  std::uint64_t ino = first_ino;
+  for (std::size_t off = 0; off + kInodeSize <= block.size(); off += kInodeSize, ++ino) {
+    const char* p = first + off;
+    if (DecodeFixed16(p) != kInodeMagic || DecodeFixed64(p + 104) != ino ||
+        DecodeFixed64(p + kInodeLsnOffset) != lsn)
+      return false;
+  }
+  return true;
+}
+
 InodeCore FreeInode(std::uint64_t ino, std::uint32_t generation) {
   InodeCore n;
   n.ino = ino;

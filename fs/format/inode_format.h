@@ -89,6 +89,15 @@ Result<InodeCore> DecodeInode(std::span<const std::byte> in, std::uint64_t ino);
 // and after recovery replayed logged chunks into it).  Slots without the
 // inode magic are left alone: the decoder will report them.
 void SealInodeBlock(std::span<std::byte> block);
+// Writeback stamps a chunk block's LSN in its first inode; this copies it
+// into every inode of the block (before SealInodeBlock), so that a write
+// torn at a sector -- an inode -- leaves inodes whose LSNs differ, which
+// InodeBlockLsnsAgree catches.
+void SpreadInodeBlockLsn(std::span<std::byte> block);
+// Whether every inode of a chunk block read from disk is the inode its
+// place names (`first_ino` + slot) and carries the first inode's LSN:
+// then the block was written whole and its stamp may be trusted.
+bool InodeBlockLsnsAgree(std::span<const std::byte> block, std::uint64_t first_ino);
 // A free inode as mkfs and chunk allocation write it.
 InodeCore FreeInode(std::uint64_t ino, std::uint32_t generation);
 
