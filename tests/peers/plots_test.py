@@ -54,6 +54,35 @@ class AimPlotTest(unittest.TestCase):
                 text = f.read()
         self.assertEqual(text, "# xfs\n1 9000 8000 9500\n6 80000 79000 81000\n\n\n# walfs-wakeq\n1 1100 - -\n\n\n")
         self.assertIn("index 1", gp)
+        # 80,000 against 1,100: a linear axis would squash walfs flat.
+        self.assertIn("set logscale y", gp)
+        self.assertIn("jobs/min (log scale)", gp)
+
+    def test_a_linear_axis_from_zero_when_the_systems_are_close(self):
+        with tempfile.TemporaryDirectory() as d:
+            rows = [{"load": "aim-fserver", "system": "a", "users": 1, "median": 1000, "min": 900, "max": 1100},
+                    {"load": "aim-fserver", "system": "b", "users": 1, "median": 3000, "min": 2900, "max": 3100}]
+            _, gp = plots.aim_plot(rows, d)
+        self.assertNotIn("logscale", gp)
+        self.assertIn("set yrange [0:*]", gp)
+
+
+class BarsPlotTest(unittest.TestCase):
+    def rows(self, jobs):
+        return [{"load": "fio:" + j, "system": s, "engine": "psync", "median": 100.0}
+                for j in jobs for s in ("a", "b", "c")]
+
+    def test_many_clusters_widen_the_plot_and_long_labels_deepen_its_margin(self):
+        with tempfile.TemporaryDirectory() as d:
+            _, few = plots.fio_plot(self.rows(["x", "y"]), d, "median", "f", "t", "IOPS")
+            many_jobs = [f"randwrite-4k-fsync-4j-{i}" for i in range(24)]
+            _, many = plots.fio_plot(self.rows(many_jobs), d, "median", "f", "t", "IOPS")
+        self.assertIn("size 1100,", few)
+        width = int(many.split("size ")[1].split(",")[0])
+        self.assertGreater(width, 1100)
+        self.assertIn("rotate by 45 right", many)
+        self.assertGreater(int(many.split("set bmargin ")[1].split("\n")[0]),
+                           int(few.split("set bmargin ")[1].split("\n")[0]))
 
 
 if __name__ == "__main__":

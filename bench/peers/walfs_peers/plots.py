@@ -7,6 +7,22 @@ a .gp script, so a plot can be redrawn or restyled by hand.
 import os
 
 _HEAD = 'set terminal pngcairo size 1100,650 noenhanced font ",10"\nset datafile missing "-"\nset key outside right top\nset grid ytics\n'
+# Systems an order of magnitude apart (tmpfs and fuse2fs beside walfs) make a
+# linear axis useless for the ones between: above this ratio of the largest
+# to the smallest value, the y axis is logarithmic.
+LOG_RATIO = 20
+
+
+def _head(width=1100, height=650):
+    return _HEAD.replace("size 1100,650", f"size {width},{height}")
+
+
+def _y_axis(values, ylabel):
+    """The y axis commands for these values: log scale when they span more than LOG_RATIO."""
+    vals = [v for v in values if v is not None and v > 0]
+    if vals and max(vals) / min(vals) > LOG_RATIO:
+        return f"set logscale y\nset ylabel {_q(ylabel + ' (log scale)')}\n"
+    return f"set ylabel {_q(ylabel)}\nset yrange [0:*]\n"
 
 
 def _q(s):
@@ -37,7 +53,7 @@ def aim_plot(rows, out_dir):
         f"{_q(dat)} index {i} using 1:2:3:4 with yerrorlines title {_q(s)}"
         for i, s in enumerate(data))
     gp = (_HEAD + f"set output {_q(png)}\nset title 'walfs-aim fserver: jobs/min vs users (median, min-max bars)'\n"
-          "set xlabel 'users'\nset ylabel 'jobs/min'\nset yrange [0:*]\n"
+          "set xlabel 'users'\n" + _y_axis([p[1] for pts in data.values() for p in pts], "jobs/min") +
           f"plot {plots}\n")
     return png, gp
 
@@ -82,9 +98,15 @@ def _bars(out_dir, name, title, ylabel, labels, systems, cells):
     png = os.path.join(out_dir, name + ".png")
     cols = ", ".join(
         f"{_q(dat)} using {i + 2}:xtic(1) title {_q(s)}" for i, s in enumerate(systems))
-    gp = (_HEAD + f"set output {_q(png)}\nset title {_q(title)}\nset ylabel {_q(ylabel)}\n"
+    # Room for every cluster and its label: wider with more clusters, and
+    # labels at 45 degrees ending under their cluster, the margin as deep
+    # as the longest one needs.
+    width = max(1100, 300 + len(labels) * (12 * len(systems) + 24))
+    longest = max(len(label) for label in labels)
+    gp = (_head(width, 650 + 4 * longest) + f"set output {_q(png)}\nset title {_q(title)}\nset ylabel {_q(ylabel)}\n"
           "set logscale y\nset style data histograms\nset style histogram clustered gap 1\n"
-          "set style fill solid 0.8 border -1\nset xtics rotate by -30\nset bmargin 6\n"
+          "set style fill solid 0.8 border -1\nset xtics rotate by 45 right\n"
+          f"set bmargin {max(6, int(longest * 0.45) + 3)}\n"
           f"plot {cols}\n")
     return png, gp
 
