@@ -1,7 +1,9 @@
 #include "base/block_device.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -180,6 +182,30 @@ Status BlockDevice::Discard(std::uint64_t offset, std::uint64_t len) {
   Status s = DoDiscard(offset, len);
   if (s.ok()) bytes_discarded_.fetch_add(len, std::memory_order_relaxed);
   return s;
+}
+
+Status BlockDevice::Zero(std::uint64_t offset, std::uint64_t len) {
+  const std::uint64_t size = size_bytes();
+  if (offset > size || len > size - offset)
+    return Refuse(Status::InvalidArgument(fmt::format(
+        "zeroing [{}, +{}) is beyond the end of the device ({} bytes)", offset, len, size)));
+  const std::uint64_t mask = logical_block_size_ - 1;
+  if ((offset & mask) != 0 || (len & mask) != 0)
+    return Refuse(Status::InvalidArgument(fmt::format(
+        "zeroing [{}, +{}): not aligned to the {}-byte sector", offset, len, logical_block_size_)));
+  if (len == 0) return Status::Ok();
+  return DoZero(offset, len);
+}
+
+Status BlockDevice::DoZero(std::uint64_t offset, std::uint64_t len) {
+  constexpr std::uint64_t kChunk = std::uint64_t{1} << 20;
+  const std::vector<std::byte> zeros(std::min(kChunk, len));
+  for (std::uint64_t done = 0; done < len;) {
+    const std::uint64_t n = std::min<std::uint64_t>(zeros.size(), len - done);
+    WALFS_RETURN_IF_ERROR(Write(offset + done, zeros.data(), n));
+    done += n;
+  }
+  return Status::Ok();
 }
 
 Status BlockDevice::DoDiscard(std::uint64_t offset, std::uint64_t len) {

@@ -152,6 +152,11 @@ class BlockDevice {
   Status Discard(std::uint64_t offset, std::uint64_t len);
   // Whether Discard() can do anything on this device.
   virtual bool SupportsDiscard() const { return false; }
+  // Makes [offset, offset + len) read as zeros, as cheaply as the device
+  // can: a hole punched in an image file (no space allocated), BLKZEROOUT
+  // on a block device, zeros written otherwise (the default, through
+  // DoWrite, so wrappers see writes).  Synchronous; aligned as Discard.
+  Status Zero(std::uint64_t offset, std::uint64_t len);
 
   // Growing (walfs-growfs).  ProbeSize() is the size the storage below has
   // now -- a regular file's length, a block device's BLKGETSIZE64 -- which
@@ -203,6 +208,8 @@ class BlockDevice {
   // Called only with a validated, non-empty range.  The default is
   // NotSupported (EOPNOTSUPP).
   virtual Status DoDiscard(std::uint64_t offset, std::uint64_t len);
+  // Called only with a validated, non-empty range.
+  virtual Status DoZero(std::uint64_t offset, std::uint64_t len);
   // Called with new_size > size_bytes(); on OK the size becomes new_size.
   // The default is NotSupported.
   virtual Status DoGrow(std::uint64_t new_size);

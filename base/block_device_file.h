@@ -117,6 +117,7 @@ class FileDevice final : public BlockDevice {
   Status DoGrow(std::uint64_t new_size) override;
   void DoSubmit(std::vector<IoRequest> batch) override;
   Status DoDiscard(std::uint64_t offset, std::uint64_t len) override;
+  Status DoZero(std::uint64_t offset, std::uint64_t len) override;
 
  private:
   struct Geometry;

@@ -54,6 +54,8 @@ class MemoryDevice final : public BlockDevice {
   Status DoFlush() override EXCLUDES(mu_);
   void DoSubmit(std::vector<IoRequest> batch) override;
   Status DoDiscard(std::uint64_t offset, std::uint64_t len) override EXCLUDES(mu_);
+  // Discard zeroes here.
+  Status DoZero(std::uint64_t offset, std::uint64_t len) override EXCLUDES(mu_) { return DoDiscard(offset, len); }
 
  private:
   struct Unmap {

@@ -9,6 +9,7 @@
 
 #include "base/check.h"
 #include "base/coding.h"
+#include "fs/ag_blocks.h"
 #include "fs/alloc_bitmap.h"
 #include "fs/format/ag_format.h"
 
@@ -74,38 +75,38 @@ Allocator::BusyRun Allocator::FirstBusy(std::uint32_t agno, std::uint32_t agbloc
   return {};
 }
 
-Status Allocator::SetBits(FsTransaction* tx, std::uint32_t agno, std::uint32_t agblock,
+Status Allocator::SetBits(FsTransaction* tx, std::uint32_t agno, const BufRef& agh, std::uint32_t agblock,
                           std::uint32_t count, bool used) NO_THREAD_SAFETY_ANALYSIS {
   const std::uint64_t bits = format::BitsPerBitmapBlock(sb_->block_size);
   const std::uint64_t first_bit = agblock, end_bit = std::uint64_t{agblock} + count;
   for (std::uint64_t b = first_bit; b < end_bit;) {
     const std::uint32_t index = static_cast<std::uint32_t>(b / bits);
     const std::uint64_t block_end = std::min(end_bit, (std::uint64_t{index} + 1) * bits);
-    WALFS_ASSIGN_OR_RETURN(
-        BufRef bm, cache_->Read(sb_->AgStart(agno) + format::AgBitmapStart() + index, BlockType::kBitmap));
+    WALFS_ASSIGN_OR_RETURN(BufRef bm, ReadBitmapBlock(cache_, *sb_, agno, index, agh));
     tx->Hold(bm);
     for (std::uint64_t i = b; i < block_end; ++i) {
       if (format::BitmapTest(bm->data(), i % bits) == used)
         return Status::Corruption(fmt::format("AG {} bitmap: block {} is already {}", agno, i,
                                               used ? "in use" : "free"));
-      format::BitmapSet(bm->data(), i % bits, used);
     }
+    // Checked before anything changes: a block made real here is logged
+    // whole, with the bits it has now.
+    WALFS_RETURN_IF_ERROR(PrepareBitmapChange(tx, cache_, *sb_, agno, index, agh));
+    for (std::uint64_t i = b; i < block_end; ++i) format::BitmapSet(bm->data(), i % bits, used);
     tx->LogRange(bm, format::BitmapByteOffset(b % bits), format::BitmapByteOffset((block_end - 1) % bits));
     b = block_end;
   }
   return Status::Ok();
 }
 
-Status Allocator::CheckBits(std::uint32_t agno, std::uint32_t agblock, std::uint32_t count,
+Status Allocator::CheckBits(std::uint32_t agno, const BufRef& agh, std::uint32_t agblock, std::uint32_t count,
                             bool used) NO_THREAD_SAFETY_ANALYSIS {
   const std::uint64_t bits = format::BitsPerBitmapBlock(sb_->block_size);
   const std::uint64_t end = std::uint64_t{agblock} + count;
   for (std::uint64_t b = agblock; b < end;) {
     const std::uint64_t index = b / bits, base = index * bits;
     const std::uint64_t stop = std::min(end, base + bits);
-    WALFS_ASSIGN_OR_RETURN(BufRef bm, cache_->Read(sb_->AgStart(agno) + format::AgBitmapStart() +
-                                                       static_cast<std::uint32_t>(index),
-                                                   BlockType::kBitmap));
+    WALFS_ASSIGN_OR_RETURN(BufRef bm, ReadBitmapBlock(cache_, *sb_, agno, static_cast<std::uint32_t>(index), agh));
     // A word of the map at a time: the first bit that is not `used`.
     const std::uint64_t odd = base + format::BitmapFind(bm->data(), b - base, stop - base, !used);
     if (odd < stop)
@@ -133,13 +134,21 @@ Result<Extent> Allocator::AllocInAg(FsTransaction* tx, std::uint32_t agno,
     let_go();
     return Status::NoSpace(fmt::format("AG {} is full", agno));
   }
+  // The search covers the bitmap blocks on disk and the one after them
+  // (uninit_ag: the rest are still unwritten, and every block they cover
+  // is free): a run found there makes that one block real
+  // (fs/ag_blocks.h), and the AG fills from its start.  Without the
+  // feature, or once all are written, that is the whole bitmap.
+  const std::uint64_t bits = format::BitsPerBitmapBlock(sb_->block_size);
+  const std::uint32_t searched =
+      std::min(sb_->bitmap_blocks, BitmapBlocksOnDisk(*sb_, agh) + 1);
   BitmapView view{*sb_, {}};
-  for (std::uint32_t i = 0; i < sb_->bitmap_blocks; ++i) {
-    WALFS_ASSIGN_OR_RETURN(BufRef bm, cache_->Read(sb_->AgStart(agno) + format::AgBitmapStart() + i,
-                                                   BlockType::kBitmap));
+  for (std::uint32_t i = 0; i < searched; ++i) {
+    WALFS_ASSIGN_OR_RETURN(BufRef bm, ReadBitmapBlock(cache_, *sb_, agno, i, agh));
     view.blocks.push_back(std::move(bm));
   }
-  const std::uint32_t len = h.length;
+  const std::uint32_t len =
+      static_cast<std::uint32_t>(std::min<std::uint64_t>(h.length, std::uint64_t{searched} * bits));
   const std::uint32_t first = format::AgFirstFree(*sb_);
   const std::uint32_t align = std::max<std::uint32_t>(1, r.align);
   auto aligned = [&](std::uint32_t b) { return (b + align - 1) / align * align; };
@@ -177,7 +186,7 @@ Result<Extent> Allocator::AllocInAg(FsTransaction* tx, std::uint32_t agno,
         }
         n = busy.start - b;
       }
-      WALFS_RETURN_IF_ERROR(SetBits(tx, agno, b, n, true));
+      WALFS_RETURN_IF_ERROR(SetBits(tx, agno, agh, b, n, true));
       LogAgFree(tx, agh, h.free_blocks - n);
       free_total_.fetch_sub(n, std::memory_order_relaxed);
       return Extent{0, sb_->AgStart(agno) + b, n, false};
@@ -270,8 +279,8 @@ Status Allocator::Free(FsTransaction* tx, std::uint64_t block, std::uint32_t cou
   BufRef agh = std::move(held).value();
   // A double free is found before anything changes (the caller then fails
   // the filesystem: its metadata disagrees with itself).
-  WALFS_RETURN_IF_ERROR(CheckBits(agno, agblock, count, /*used=*/true));
-  WALFS_RETURN_IF_ERROR(SetBits(tx, agno, agblock, count, false));
+  WALFS_RETURN_IF_ERROR(CheckBits(agno, agh, agblock, count, /*used=*/true));
+  WALFS_RETURN_IF_ERROR(SetBits(tx, agno, agh, agblock, count, false));
   LogAgFree(tx, agh, h.free_blocks + count);
   free_total_.fetch_add(count, std::memory_order_relaxed);
   // Busy until the checkpoint holding this free is on disk.  Nobody else

@@ -146,9 +146,10 @@ class Allocator {
   Result<BufRef> HoldAgHeader(FsTransaction* tx, std::uint32_t agno, format::AgHeader* header,
                               bool* held_before = nullptr);
   void LogAgFree(FsTransaction* tx, const BufRef& agh, std::uint32_t free_blocks);
-  Status CheckBits(std::uint32_t agno, std::uint32_t agblock, std::uint32_t count, bool used);
-  Status SetBits(FsTransaction* tx, std::uint32_t agno, std::uint32_t agblock, std::uint32_t count,
-                 bool used);
+  // Both under the AG header `agh`, held.
+  Status CheckBits(std::uint32_t agno, const BufRef& agh, std::uint32_t agblock, std::uint32_t count, bool used);
+  Status SetBits(FsTransaction* tx, std::uint32_t agno, const BufRef& agh, std::uint32_t agblock,
+                 std::uint32_t count, bool used);
   // The first busy run overlapping [agblock, +count) of AG agno: space
   // freed by a checkpoint that is not on disk yet (kCommittable: a log
   // force frees it), or by a transaction not yet committed (kPending);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "fs/ag_blocks.h"
 #include "fs/alloc.h"
 #include "fs/alloc_bitmap.h"
 #include "fs/format/ag_format.h"
@@ -36,12 +37,6 @@ Status Allocator::TrimAg(std::uint32_t agno, std::uint32_t from, std::uint32_t t
   std::uint32_t b = std::max(from, format::AgFirstFree(*sb_));
   while (b < to) {
     WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), format::BlockType::kAgHeader));
-    BitmapView bitmap{*sb_, {}};
-    for (std::uint32_t i = 0; i < sb_->bitmap_blocks; ++i) {
-      WALFS_ASSIGN_OR_RETURN(BufRef bm, cache_->Read(sb_->AgStart(agno) + format::AgBitmapStart() + i,
-                                                     format::BlockType::kBitmap));
-      bitmap.blocks.push_back(std::move(bm));
-    }
     // Held as a transaction's HoldAgHeader holds it: every allocation and
     // free in this AG changes the bitmap only under this lock, and a free
     // registers its run busy before letting go of it.  So while we hold it,
@@ -50,7 +45,20 @@ Status Allocator::TrimAg(std::uint32_t agno, std::uint32_t from, std::uint32_t t
     // allocate it before its discard has returned.  Only this one AG
     // header is held, and nothing else is waited for under it.
     agh->Lock();
+    // The bitmap's blocks read under the lock: whether a block is on disk
+    // yet (uninit_ag) only changes under it.  One not on disk is an empty
+    // AG's, all free (fs/ag_blocks.h).
+    BitmapView bitmap{*sb_, {}};
     Status status;
+    for (std::uint32_t i = 0; status.ok() && i < sb_->bitmap_blocks; ++i) {
+      Result<BufRef> bm = ReadBitmapBlock(cache_, *sb_, agno, i, agh);
+      if (bm.ok()) bitmap.blocks.push_back(std::move(bm).value());
+      else status = bm.status();
+    }
+    if (!status.ok()) {
+      agh->Unlock();
+      return status;
+    }
     for (int runs = 0; status.ok() && b < to && runs < kTrimRunsPerHold;) {
       const auto free = static_cast<std::uint32_t>(bitmap.Find(b, to, /*used=*/false));
       if (free >= to) {

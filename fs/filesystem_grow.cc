@@ -18,6 +18,7 @@
 #include "base/check.h"
 #include "base/coding.h"
 #include "base/messages.h"
+#include "fs/ag_blocks.h"
 #include "fs/filesystem.h"
 #include "fs/format/ag_format.h"
 #include "fs/format/block_types.h"
@@ -125,9 +126,15 @@ Status Filesystem::GrowStep(std::uint32_t last, std::uint32_t from, std::uint32_
     for (std::uint64_t b = from; b < to;) {
       const auto index = static_cast<std::uint32_t>(b / bits);
       const std::uint64_t stop = std::min<std::uint64_t>(to, (std::uint64_t{index} + 1) * bits);
-      WALFS_ASSIGN_OR_RETURN(BufRef bm, cache_->Read(sb_.AgStart(last) + format::AgBitmapStart() + index,
-                                                     format::BlockType::kBitmap));
+      WALFS_ASSIGN_OR_RETURN(BufRef bm, ReadBitmapBlock(cache_.get(), sb_, last, index, agh));
       tx.Hold(bm);
+      if (index >= BitmapBlocksOnDisk(sb_, agh)) {
+        // Never written (uninit_ag): it is whatever an empty AG of the
+        // header's length has, now the new length; nothing to log.
+        format::FillBitmapBlock(sb_, last, index, to, bm->data());
+        b = stop;
+        continue;
+      }
       for (std::uint64_t i = b; i < stop; ++i) {
         if (!format::BitmapTest(bm->data(), i % bits))
           return Status::Corruption(fmt::format("AG {} bitmap: block {} past the AG's end is free", last, i));

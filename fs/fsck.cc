@@ -125,6 +125,9 @@ class Checker {
     std::uint32_t free_inodes = 0;   // counted
     std::uint32_t chunks = 0;        // counted
     std::uint32_t free_blocks = 0;   // counted from the bitmap
+    // Bitmap and inode-map blocks on disk (uninit_ag: the header's counts;
+    // the rest are an empty AG's and are not read).
+    std::uint32_t bitmap_on_disk = 0, imap_on_disk = 0;
   };
 
   void Problem(std::string message) { r_->problems.push_back({std::move(message), false}); }
@@ -250,11 +253,23 @@ class Checker {
       ag.header = *h;
     }
     Claim(start, AgFirstFree(sb), fmt::format("AG {} metadata", agno));
-    for (std::uint32_t i = 0; i < sb.bitmap_blocks; ++i) {
+    ag.bitmap_on_disk = ag.header_ok ? BitmapBlocksOnDisk(sb, ag.header) : sb.bitmap_blocks;
+    ag.imap_on_disk = ag.header_ok ? ImapBlocksOnDisk(sb, ag.header) : sb.imap_blocks;
+    if (!ag.header_ok && sb.uninit_ag()) {
+      // The header's counts are lost with it: the blocks that verify, up to
+      // the first that does not, are taken to be the ones written.
+      ag.bitmap_on_disk = WrittenPrefix(sb.bitmap_blocks, MetadataBitmapBlocks(sb), [&](std::uint32_t i) {
+        return ReadBlock(start + AgBitmapStart() + i, &b).ok() && VerifyBitmapBlock(b, sb, agno, i).ok();
+      });
+      ag.imap_on_disk = WrittenPrefix(sb.imap_blocks, 0, [&](std::uint32_t i) {
+        return ReadBlock(start + AgImapStart(sb) + i, &b).ok() && VerifyImapBlock(b, sb, agno, i).ok();
+      });
+    }
+    for (std::uint32_t i = 0; i < ag.bitmap_on_disk; ++i) {
       WALFS_RETURN_IF_ERROR(ReadBlock(start + AgBitmapStart() + i, &b));
       if (Status s = VerifyBitmapBlock(b, sb, agno, i); !s.ok()) Problem(std::string(s.message()));
     }
-    for (std::uint32_t i = 0; i < sb.imap_blocks; ++i) {
+    for (std::uint32_t i = 0; i < ag.imap_on_disk; ++i) {
       WALFS_RETURN_IF_ERROR(ReadBlock(start + AgImapStart(sb) + i, &b));
       if (Status s = VerifyImapBlock(b, sb, agno, i); !s.ok()) {
         Problem(std::string(s.message()));
@@ -272,6 +287,15 @@ class Checker {
       }
     }
     return Status::Ok();
+  }
+
+  // How many of `count` blocks, from the first, pass `written` -- but at
+  // least `min`, which must have been written whatever they hold now.
+  static std::uint32_t WrittenPrefix(std::uint32_t count, std::uint32_t min,
+                                     const std::function<bool(std::uint32_t)>& written) {
+    std::uint32_t n = 0;
+    while (n < count && written(n)) ++n;
+    return std::max(n, min);
   }
 
   // Walks a B+tree from its root (read from disk, every node verified and
@@ -506,7 +530,15 @@ class Checker {
     std::uint64_t leaked = 0, unmarked = 0, first_leak = 0, first_unmarked = 0;
     const bool free_leaks = o_.repair && claims_complete_;
     for (std::uint32_t i = 0; i < sb.bitmap_blocks; ++i) {
-      WALFS_RETURN_IF_ERROR(ReadBlock(start + AgBitmapStart() + i, &b));
+      // A block never written is an empty AG's: nothing it marks can leak,
+      // and a claimed block it shows free is reported, not rewritten.
+      const bool on_disk = i < ags_[agno].bitmap_on_disk;
+      if (on_disk) {
+        WALFS_RETURN_IF_ERROR(ReadBlock(start + AgBitmapStart() + i, &b));
+      } else {
+        b.resize(sb.block_size);
+        FillBitmapBlock(sb, agno, i, len, b);
+      }
       bool rewrite = false;
       for (std::uint64_t bit = 0; bit < bits; ++bit) {
         const std::uint64_t agblock = std::uint64_t{i} * bits + bit;
@@ -518,7 +550,7 @@ class Checker {
         const bool claimed = claimed_[start + agblock];
         if (used && !claimed) {
           if (leaked++ == 0) first_leak = start + agblock;
-          if (free_leaks) {
+          if (free_leaks && on_disk) {
             BitmapSet(b, bit, false);
             rewrite = true;
             ++ags_[agno].free_blocks;

@@ -4,6 +4,7 @@
 
 #include "base/check.h"
 #include "base/coding.h"
+#include "fs/ag_blocks.h"
 #include "fs/format/ag_format.h"
 #include "fs/format/block_types.h"
 
@@ -35,10 +36,12 @@ void InodeAllocator::AddToAgCounts(FsTransaction* tx, const BufRef& agh, int ico
 }
 
 Result<InodeAllocator::MapSlot> InodeAllocator::FindRecord(FsTransaction* tx, std::uint32_t agno,
-                                                           Find what, std::uint32_t chunk_start) {
-  for (std::uint32_t i = 0; i < sb_->imap_blocks; ++i) {
-    WALFS_ASSIGN_OR_RETURN(BufRef imap, cache_->Read(sb_->AgStart(agno) + format::AgImapStart(*sb_) + i,
-                                                     BlockType::kImap));
+                                                           const BufRef& agh, Find what,
+                                                           std::uint32_t chunk_start) {
+  const std::uint32_t on_disk = ImapBlocksOnDisk(*sb_, agh);
+  const std::uint32_t searched = what == Find::kEmpty ? std::min(sb_->imap_blocks, on_disk + 1) : on_disk;
+  for (std::uint32_t i = 0; i < searched; ++i) {
+    WALFS_ASSIGN_OR_RETURN(BufRef imap, ReadImapBlock(cache_, *sb_, agno, i, agh));
     // The AG header lock (held) serializes every change to the map.
     for (std::uint32_t slot = 0; slot < format::RecordsPerImapBlock(sb_->block_size); ++slot) {
       ImapRecord rec = format::GetImapRecord(
@@ -48,7 +51,7 @@ Result<InodeAllocator::MapSlot> InodeAllocator::FindRecord(FsTransaction* tx, st
                                                 : (rec.start != 0 && rec.free_count > 0);
       if (!match) continue;
       tx->Hold(imap);
-      return MapSlot{imap, slot, rec};
+      return MapSlot{imap, i, slot, rec};
     }
   }
   switch (what) {
@@ -63,18 +66,20 @@ Result<InodeAllocator::MapSlot> InodeAllocator::FindRecord(FsTransaction* tx, st
   return Status::NotFound(fmt::format("AG {}: no free inode", agno));
 }
 
-void InodeAllocator::PutRecord(FsTransaction* tx, const MapSlot& s) {
+Status InodeAllocator::PutRecord(FsTransaction* tx, std::uint32_t agno, const BufRef& agh, const MapSlot& s) {
+  WALFS_RETURN_IF_ERROR(PrepareImapChange(tx, cache_, *sb_, agno, s.index, agh));
   format::PutImapRecord(
       std::span<std::byte>(reinterpret_cast<std::byte*>(Bytes(s.block)), sb_->block_size), s.slot,
       s.rec);
   const std::uint32_t off = format::ImapRecordOffset(s.slot);
   tx->LogRange(s.block, off, off + static_cast<std::uint32_t>(format::kImapRecordSize) - 1);
+  return Status::Ok();
 }
 
 Result<InodeAllocator::MapSlot> InodeAllocator::NewChunk(FsTransaction* tx, std::uint32_t agno,
                                                          const BufRef& agh) {
   // The map slot first: a full map must not leave an orphan chunk behind.
-  WALFS_ASSIGN_OR_RETURN(MapSlot slot, FindRecord(tx, agno, Find::kEmpty, 0));
+  WALFS_ASSIGN_OR_RETURN(MapSlot slot, FindRecord(tx, agno, agh, Find::kEmpty, 0));
   const std::uint32_t bpc = sb_->blocks_per_chunk();
   Result<format::Extent> got = alloc_->Alloc(tx, {.goal = sb_->AgStart(agno), .min = bpc, .want = bpc,
                                                   .align = bpc, .goal_ag_only = true});
@@ -98,7 +103,7 @@ Result<InodeAllocator::MapSlot> InodeAllocator::NewChunk(FsTransaction* tx, std:
     tx->LogRange(blk, 0, sb_->block_size - 1);
   }
   slot.rec = ImapRecord{start, sb_->inodes_per_chunk, ~std::uint64_t{0}};
-  PutRecord(tx, slot);
+  WALFS_RETURN_IF_ERROR(PutRecord(tx, agno, agh, slot));
   AddToAgCounts(tx, agh, static_cast<int>(sb_->inodes_per_chunk),
                 static_cast<int>(sb_->inodes_per_chunk), 1);
   return slot;
@@ -166,7 +171,7 @@ Result<std::uint64_t> InodeAllocator::PickInAg(FsTransaction* tx, std::uint32_t 
   // it can only cost a chunk.
   Result<MapSlot> found = DecodeFixed32(Bytes(agh) + kIfreeOffset) == 0
                               ? Result<MapSlot>(Status::NotFound(fmt::format("AG {}: no free inode", agno)))
-                              : FindRecord(tx, agno, Find::kFree, 0);
+                              : FindRecord(tx, agno, agh, Find::kFree, 0);
   MapSlot s;
   if (found.ok()) {
     s = std::move(found).value();
@@ -193,7 +198,7 @@ Result<std::uint64_t> InodeAllocator::PickInAg(FsTransaction* tx, std::uint32_t 
     return Status::Corruption(fmt::format("inode {} is free in the inode map but in use", ino));
   s.rec.free_mask &= ~(std::uint64_t{1} << index);
   s.rec.free_count -= 1;
-  PutRecord(tx, s);
+  WALFS_RETURN_IF_ERROR(PutRecord(tx, agno, agh, s));
   AddToAgCounts(tx, agh, 0, -1, 0);
   init->ino = ino;
   init->generation = old.generation + 1;  // a reused number is a different file
@@ -236,14 +241,14 @@ Status InodeAllocator::Unpick(FsTransaction* tx, std::uint64_t ino) {
     return Status::WouldBlock(fmt::format("freeing inode {}: AG {} is busy and lower than an AG "
                                           "this transaction holds",
                                           ino, agno));
-  WALFS_ASSIGN_OR_RETURN(MapSlot s, FindRecord(tx, agno, Find::kChunk, chunk_start));
+  WALFS_ASSIGN_OR_RETURN(MapSlot s, FindRecord(tx, agno, agh, Find::kChunk, chunk_start));
   const std::uint64_t first_ino = (sb_->AgStart(agno) + chunk_start) * sb_->inodes_per_block();
   const std::uint32_t index = static_cast<std::uint32_t>(ino - first_ino);
   if ((s.rec.free_mask >> index) & 1u)
     return Status::Corruption(fmt::format("freeing inode {}: it is already free", ino));
   s.rec.free_mask |= std::uint64_t{1} << index;
   s.rec.free_count += 1;
-  PutRecord(tx, s);
+  WALFS_RETURN_IF_ERROR(PutRecord(tx, agno, agh, s));
   AddToAgCounts(tx, agh, 0, +1, 0);
   return Status::Ok();
 }

@@ -74,6 +74,7 @@ class InodeAllocator {
  private:
   struct MapSlot {
     BufRef block;         // the inode map block holding the record
+    std::uint32_t index = 0;  // that block's index in the AG's map
     std::uint32_t slot = 0;
     format::ImapRecord rec;
   };
@@ -83,9 +84,12 @@ class InodeAllocator {
   // A record with a free inode (NotFound if none), the record of the chunk
   // at `chunk_start` (Corruption if none), or an unused slot (NoSpace).
   enum class Find { kFree, kChunk, kEmpty };
-  Result<MapSlot> FindRecord(FsTransaction* tx, std::uint32_t agno, Find what,
+  // Under the AG header `agh`, held.  Records live only in the map blocks
+  // on disk; an unused slot may also be found in the block after them
+  // (uninit_ag), which PutRecord then makes real (fs/ag_blocks.h).
+  Result<MapSlot> FindRecord(FsTransaction* tx, std::uint32_t agno, const BufRef& agh, Find what,
                              std::uint32_t chunk_start);
-  void PutRecord(FsTransaction* tx, const MapSlot& s);
+  Status PutRecord(FsTransaction* tx, std::uint32_t agno, const BufRef& agh, const MapSlot& s);
   void AddToAgCounts(FsTransaction* tx, const BufRef& agh, int icount, int ifree, int chunks);
 
   BufCache* const cache_;

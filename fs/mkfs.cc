@@ -168,12 +168,16 @@ Result<Superblock> PlanFilesystem(std::uint64_t device_bytes, const MkfsOptions&
   sb.label = o.label;
   sb.created_s = o.now_s ? o.now_s : static_cast<std::int64_t>(std::time(nullptr));
   sb.flags = format::kSuperClean;
+  if (o.uninit_ag) sb.incompat |= format::kIncompatUninitAg;
   return sb;
 }
 
 namespace {
-// Writes AG agno's bitmap, inode map and header; with root_chunk != 0 (AG
-// 0 at mkfs) the chunk at that agblock is in use, with its first inode.
+// Writes AG agno's header and its bitmap and inode map -- with uninit_ag,
+// only the blocks that are not an empty AG's: the bitmap blocks that cover
+// the AG's metadata (and the root chunk), and the inode map block holding
+// the root chunk's record (fs/ag_blocks.h).  With root_chunk != 0 (AG 0 at
+// mkfs) the chunk at that agblock is in use, with its first inode.
 // Returns the AG's free blocks.
 Result<std::uint32_t> WriteAg(BlockDevice* dev, const Superblock& sb, std::uint32_t agno,
                               std::uint32_t root_chunk) {
@@ -181,24 +185,34 @@ Result<std::uint32_t> WriteAg(BlockDevice* dev, const Superblock& sb, std::uint3
   std::vector<std::byte> block(bs);
   const std::uint64_t ag_start = sb.AgStart(agno);
   const std::uint32_t len = sb.AgLength(agno);
+  const std::uint64_t bits = format::BitsPerBitmapBlock(bs);
+  format::AgHeader h;
+  h.agno = agno;
+  h.length = len;
+  h.bitmap_init = sb.bitmap_blocks;
+  h.imap_init = sb.imap_blocks;
+  if (sb.uninit_ag()) {
+    h.bitmap_init = format::MetadataBitmapBlocks(sb);
+    h.imap_init = 0;
+    if (root_chunk != 0) {
+      h.bitmap_init = std::max<std::uint32_t>(
+          h.bitmap_init, static_cast<std::uint32_t>((root_chunk + sb.blocks_per_chunk() - 1) / bits + 1));
+      h.imap_init = 1;
+    }
+  }
   // Bitmap: the AG's own metadata (and the root chunk) in use, and bits
   // past the AG's end set so they are never allocated.
-  const std::uint64_t bits = format::BitsPerBitmapBlock(bs);
-  std::uint32_t used = format::AgFirstFree(sb);
-  for (std::uint32_t i = 0; i < sb.bitmap_blocks; ++i) {
-    format::InitBitmapBlock(sb, agno, i, block);
-    for (std::uint64_t bit = 0; bit < bits; ++bit) {
-      const std::uint64_t agblock = std::uint64_t{i} * bits + bit;
-      const bool in_use = agblock < format::AgFirstFree(sb) || agblock >= len ||
-                          (root_chunk != 0 && agblock >= root_chunk &&
-                           agblock < root_chunk + sb.blocks_per_chunk());
-      if (in_use) format::BitmapSet(block, bit, true);
+  for (std::uint32_t i = 0; i < h.bitmap_init; ++i) {
+    format::FillBitmapBlock(sb, agno, i, len, block);
+    for (std::uint32_t c = 0; root_chunk != 0 && c < sb.blocks_per_chunk(); ++c) {
+      const std::uint64_t agblock = root_chunk + c;
+      if (agblock / bits == i) format::BitmapSet(block, agblock % bits, true);
     }
     format::SealBlock(block);
     WALFS_RETURN_IF_ERROR(dev->Write((ag_start + format::AgBitmapStart() + i) * bs, block.data(), bs));
   }
   // Inode map: the root chunk's record, with the root inode in use.
-  for (std::uint32_t i = 0; i < sb.imap_blocks; ++i) {
+  for (std::uint32_t i = 0; i < h.imap_init; ++i) {
     format::InitImapBlock(sb, agno, i, block);
     if (root_chunk != 0 && i == 0) {
       format::PutImapRecord(block, 0, {root_chunk, sb.inodes_per_chunk - 1, ~std::uint64_t{0} << 1});
@@ -206,9 +220,7 @@ Result<std::uint32_t> WriteAg(BlockDevice* dev, const Superblock& sb, std::uint3
     }
     WALFS_RETURN_IF_ERROR(dev->Write((ag_start + format::AgImapStart(sb) + i) * bs, block.data(), bs));
   }
-  format::AgHeader h;
-  h.agno = agno;
-  h.length = len;
+  std::uint32_t used = format::AgFirstFree(sb);
   if (root_chunk != 0) {
     used += sb.blocks_per_chunk();
     h.chunks = 1;
@@ -216,6 +228,7 @@ Result<std::uint32_t> WriteAg(BlockDevice* dev, const Superblock& sb, std::uint3
     h.ifree = sb.inodes_per_chunk - 1;
   }
   h.free_blocks = len - used;
+  if (!sb.uninit_ag()) h.bitmap_init = h.imap_init = 0;  // the header's fields are the feature's
   format::EncodeAgHeader(h, sb, block);
   WALFS_RETURN_IF_ERROR(dev->Write(ag_start * bs, block.data(), bs));
   return h.free_blocks;
@@ -238,15 +251,9 @@ Result<Superblock> MakeFilesystem(BlockDevice* dev, const MkfsOptions& o) {
   const std::uint32_t bs = sb.block_size;
   std::vector<std::byte> block(bs);
 
-  // The log: zeros (never written, so recovery finds it empty).
-  {
-    const std::uint64_t chunk = 1 * kMiB;
-    std::vector<std::byte> zeros(chunk);
-    const std::uint64_t start = sb.log_offset();
-    const std::uint64_t len = std::uint64_t{sb.log_blocks} * bs;
-    for (std::uint64_t off = 0; off < len; off += chunk)
-      WALFS_RETURN_IF_ERROR(dev->Write(start + off, zeros.data(), std::min(chunk, len - off)));
-  }
+  // The log: zeros, so recovery finds it empty -- a hole punched in an
+  // image file, BLKZEROOUT on a block device (BlockDevice::Zero).
+  WALFS_RETURN_IF_ERROR(dev->Zero(sb.log_offset(), std::uint64_t{sb.log_blocks} * bs));
 
   const std::uint32_t root_chunk = AlignChunk(sb, format::AgFirstFree(sb));
   std::uint64_t free_total = 0;

@@ -30,6 +30,10 @@ struct MkfsOptions {
   // The filesystem's size; 0: the whole device (less leaves room to grow:
   // tests of walfs-growfs on a memory device).
   std::uint64_t size_bytes = 0;
+  // AG bitmap and inode-map blocks written as they are first used (the
+  // uninit_ag feature; fs/ag_blocks.h): mkfs writes a few MiB of a 1 TiB
+  // image instead of hundreds.  false: every block written now.
+  bool uninit_ag = true;
 };
 
 // The reservation geometry of a filesystem with this block size (the same

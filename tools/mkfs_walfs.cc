@@ -90,7 +90,12 @@ int Run(int argc, char** argv) {
   app.add_option("-l,--log", log_text, "size=BYTES (e.g. size=8m) or concurrency=N");
   app.add_option("-L,--label", label, "filesystem label (up to 64 bytes)");
   app.add_flag("-q,--quiet", quiet, "print nothing on success");
+  bool full_init = false;
+  app.add_flag("--full-init", full_init,
+               "write every AG's free-space bitmap and inode map now (default: as they are first used, "
+               "the uninit_ag feature)");
   if (auto code = cli::Parse(app, argc, argv)) return *code;
+  o.uninit_ag = !full_init;
   auto fail = [&](const std::string& why) {
     fmt::print(stderr, "mkfs.walfs: {}: {}\n", image, why);
     return kExitFail;

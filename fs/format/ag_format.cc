@@ -1,5 +1,6 @@
 #include "fs/format/ag_format.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -32,6 +33,8 @@ void EncodeAgHeader(const AgHeader& h, const Superblock& sb, std::span<std::byte
   EncodeFixed32(p + 64, h.ifree);
   EncodeFixed32(p + 68, h.chunks);
   EncodeFixed64(p + 72, h.unlinked_head);
+  EncodeFixed32(p + kAgBitmapInitOffset, h.bitmap_init);
+  EncodeFixed32(p + kAgImapInitOffset, h.imap_init);
   SealBlock(block);
 }
 
@@ -45,6 +48,8 @@ AgHeader PeekAgHeader(std::span<const std::byte> block) {
   h.ifree = DecodeFixed32(p + 64);
   h.chunks = DecodeFixed32(p + 68);
   h.unlinked_head = DecodeFixed64(p + 72);
+  h.bitmap_init = DecodeFixed32(p + kAgBitmapInitOffset);
+  h.imap_init = DecodeFixed32(p + kAgImapInitOffset);
   return h;
 }
 
@@ -67,12 +72,35 @@ Result<AgHeader> DecodeAgHeader(std::span<const std::byte> block, const Superblo
     return bad(fmt::format("{} inodes in {} chunks", h.icount, h.chunks));
   if (h.chunks > std::uint64_t{sb.imap_blocks} * RecordsPerImapBlock(sb.block_size))
     return bad(fmt::format("{} chunks do not fit its inode map", h.chunks));
+  if (sb.uninit_ag()) {
+    if (h.bitmap_init > sb.bitmap_blocks || h.bitmap_init < MetadataBitmapBlocks(sb))
+      return bad(fmt::format("{} bitmap blocks written of {} (at least {} must be)", h.bitmap_init,
+                             sb.bitmap_blocks, MetadataBitmapBlocks(sb)));
+    if (h.imap_init > sb.imap_blocks)
+      return bad(fmt::format("{} inode map blocks written of {}", h.imap_init, sb.imap_blocks));
+    if (h.chunks > std::uint64_t{h.imap_init} * RecordsPerImapBlock(sb.block_size))
+      return bad(fmt::format("{} chunks do not fit the {} inode map blocks written", h.chunks, h.imap_init));
+  } else if (h.bitmap_init != 0 || h.imap_init != 0) {
+    return bad(fmt::format("counts {} bitmap and {} inode map blocks written, without the uninit_ag feature",
+                           h.bitmap_init, h.imap_init));
+  }
   return h;
 }
 
 void InitBitmapBlock(const Superblock& sb, std::uint32_t agno, std::uint32_t index,
                      std::span<std::byte> block) {
   InitBlock(kAgBitmapMagic, sb.AgStart(agno) + AgBitmapStart() + index, agno, sb, block);
+  SealBlock(block);
+}
+
+void FillBitmapBlock(const Superblock& sb, std::uint32_t agno, std::uint32_t index,
+                     std::uint32_t length, std::span<std::byte> block) {
+  InitBlock(kAgBitmapMagic, sb.AgStart(agno) + AgBitmapStart() + index, agno, sb, block);
+  const std::uint64_t bits = BitsPerBitmapBlock(sb.block_size);
+  const std::uint64_t first = std::uint64_t{index} * bits, end = first + bits;
+  const std::uint64_t meta_end = std::min<std::uint64_t>(AgFirstFree(sb), end);
+  for (std::uint64_t b = first; b < meta_end; ++b) BitmapSet(block, b - first, true);
+  for (std::uint64_t b = std::max<std::uint64_t>(first, length); b < end; ++b) BitmapSet(block, b - first, true);
   SealBlock(block);
 }
 

@@ -10,12 +10,22 @@
 // AG header, after the 48-byte block header:
 //   48 agno u32   52 length u32   56 free_blocks u32   60 icount u32
 //   64 ifree u32  68 chunks u32   72 unlinked_head u64 (first inode on the AG's unlinked list, 0: none)
+//   80 bitmap_init u32  84 imap_init u32 (with the uninit_ag feature: the
+//      bitmap and inode-map blocks on disk, [0, n) of each; 0 without it)
+//
+// Blocks written as they are first used (uninit_ag): a bitmap block at or
+// past bitmap_init has never been written, and reads as FillBitmapBlock
+// makes it -- the AG's own metadata and whatever lies past its end in use,
+// the rest free; an inode-map block at or past imap_init reads as empty.
+// The first transaction to change such a block logs it whole and raises
+// the count in the same transaction (fs/ag_blocks.h).
 //
 // Inode map record (16 bytes): start agblock u32, free count u32, free mask
 // u64 (bit i set: inode i of the chunk is free).  A record with start 0 is
 // unused (agblock 0 is the AG header, never a chunk).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -39,7 +49,20 @@ struct AgHeader {
   std::uint32_t ifree = 0;
   std::uint32_t chunks = 0;
   std::uint64_t unlinked_head = 0;
+  std::uint32_t bitmap_init = 0;  // uninit_ag: bitmap blocks on disk
+  std::uint32_t imap_init = 0;    // uninit_ag: inode-map blocks on disk
 };
+inline constexpr std::uint32_t kAgBitmapInitOffset = 80;
+inline constexpr std::uint32_t kAgImapInitOffset = 84;
+
+// The bitmap and inode-map blocks of an AG that are on disk: all of them
+// without the uninit_ag feature.
+inline std::uint32_t BitmapBlocksOnDisk(const Superblock& sb, const AgHeader& h) {
+  return sb.uninit_ag() ? h.bitmap_init : sb.bitmap_blocks;
+}
+inline std::uint32_t ImapBlocksOnDisk(const Superblock& sb, const AgHeader& h) {
+  return sb.uninit_ag() ? h.imap_init : sb.imap_blocks;
+}
 
 struct ImapRecord {
   std::uint32_t start = 0;  // agblock of the chunk's first block; 0 = unused slot
@@ -53,6 +76,13 @@ inline std::uint32_t AgImapStart(const Superblock& sb) { return 1 + sb.bitmap_bl
 inline std::uint32_t AgFirstFree(const Superblock& sb) { return 1 + sb.bitmap_blocks + sb.imap_blocks; }
 inline std::uint64_t BitsPerBitmapBlock(std::uint32_t block_size) {
   return std::uint64_t{block_size - kBlockHeaderSize} * 8;
+}
+// The bitmap blocks that cover the AG's own metadata (agblocks [0,
+// AgFirstFree)): always on disk, uninit_ag or not, so that a search for free
+// space starts in a block that is.
+inline std::uint32_t MetadataBitmapBlocks(const Superblock& sb) {
+  const std::uint64_t bits = BitsPerBitmapBlock(sb.block_size);
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(sb.bitmap_blocks, (AgFirstFree(sb) + bits - 1) / bits));
 }
 inline std::uint32_t RecordsPerImapBlock(std::uint32_t block_size) {
   return static_cast<std::uint32_t>((block_size - kBlockHeaderSize) / kImapRecordSize);
@@ -70,6 +100,10 @@ AgHeader PeekAgHeader(std::span<const std::byte> block);
 // [index * bits, (index + 1) * bits).
 void InitBitmapBlock(const Superblock& sb, std::uint32_t agno, std::uint32_t index,
                      std::span<std::byte> block);
+// Bitmap block `index` of an empty AG of `length` blocks: its header, and
+// the bits of the AG's own metadata and of blocks past its end set.
+void FillBitmapBlock(const Superblock& sb, std::uint32_t agno, std::uint32_t index,
+                     std::uint32_t length, std::span<std::byte> block);
 Status VerifyBitmapBlock(std::span<const std::byte> block, const Superblock& sb,
                          std::uint32_t agno, std::uint32_t index);
 bool BitmapTest(std::span<const std::byte> block, std::uint64_t bit);

@@ -172,12 +172,13 @@ std::string SuperblockString(const Superblock& sb) {
       "uuid {}{}  label \"{}\"\n"
       "blocks {} x {} bytes  ({} AGs of {} blocks)\n"
       "log {} blocks at block {}  inodes {} bytes, {} per chunk  root ino {}\n"
-      "free blocks {}  inodes {} ({} free)  {}",
+      "free blocks {}  inodes {} ({} free)  {}{}",
       UuidString(sb.uuid),
       (sb.incompat & kIncompatMetaUuid) ? " (metadata uuid " + UuidString(sb.meta_uuid) + ")" : "",
       sb.label, sb.total_blocks, sb.block_size, sb.ag_count, sb.ag_blocks,
       sb.log_blocks, sb.log_start, sb.inode_size, sb.inodes_per_chunk, sb.root_ino,
-      sb.free_blocks, sb.icount, sb.ifree, sb.clean() ? "clean" : "needs recovery");
+      sb.free_blocks, sb.icount, sb.ifree, sb.clean() ? "clean" : "needs recovery",
+      sb.uninit_ag() ? "\nfeatures: uninit_ag (AG bitmaps and inode maps written as used)" : "");
 }
 
 }  // namespace walfs::fs::format

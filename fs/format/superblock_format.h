@@ -52,7 +52,13 @@ inline constexpr std::uint32_t kKnownCompat = 0;
 inline constexpr std::uint32_t kKnownRoCompat = 0;
 // The metadata blocks carry meta_uuid, not uuid (walfs-admin -U).
 inline constexpr std::uint32_t kIncompatMetaUuid = 1u << 0;
-inline constexpr std::uint32_t kKnownIncompat = kIncompatMetaUuid;
+// AG bitmap and inode-map blocks are written as they are first used: an AG
+// header counts how many of each are on disk, and the rest are what an
+// empty AG's would be (ext4's uninit_bg; docs/disk_format.md, "Blocks
+// written as they are first used").  An older walfs would read the blocks
+// never written as damage.
+inline constexpr std::uint32_t kIncompatUninitAg = 1u << 1;
+inline constexpr std::uint32_t kKnownIncompat = kIncompatMetaUuid | kIncompatUninitAg;
 
 // A superblock field that a mounted filesystem changes while its other
 // threads read it: total_blocks and ag_count, which walfs-growfs raises
@@ -119,6 +125,7 @@ struct Superblock {
   bool clean() const { return (flags & kSuperClean) != 0; }
   // The UUID every metadata block header carries (and is checked against).
   const Uuid& metadata_uuid() const { return (incompat & kIncompatMetaUuid) ? meta_uuid : uuid; }
+  bool uninit_ag() const { return (incompat & kIncompatUninitAg) != 0; }
   // Gives the filesystem a new identity, leaving the blocks' UUID where
   // metadata_uuid() finds it (above).
   void ChangeUuid(const Uuid& new_uuid);

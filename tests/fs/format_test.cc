@@ -108,14 +108,14 @@ TEST(Superblock, AChangedUuidKeepsTheMetadataUuid) {
   EXPECT_EQ(changed.metadata_uuid(), sb.uuid);
   auto d = DecodeSuperblock(EncodeSb(changed));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
-  EXPECT_EQ(d->incompat, kIncompatMetaUuid);
+  EXPECT_EQ(d->incompat, sb.incompat | kIncompatMetaUuid);
   EXPECT_EQ(d->uuid, (Uuid{9, 9, 9}));
   EXPECT_EQ(d->meta_uuid, sb.uuid);
   EXPECT_TRUE(VerifyBitmapBlock(block, *d, 1, 0).ok()) << "blocks made before the change verify";
   d->ChangeUuid(Uuid{7});
   EXPECT_EQ(d->metadata_uuid(), sb.uuid) << "a second change keeps the first UUID for the blocks";
   d->ChangeUuid(sb.uuid);
-  EXPECT_EQ(d->incompat, 0u);
+  EXPECT_EQ(d->incompat, sb.incompat);
   EXPECT_EQ(d->meta_uuid, Uuid{});
   EXPECT_TRUE(EncodeSb(*d) == EncodeSb(sb)) << "back to the original superblock, byte for byte";
 }
@@ -187,6 +187,9 @@ TEST(AgHeader, RoundTripsAndRefusesImpossibleCounts) {
   const Superblock sb = TestSb();
   std::vector<std::byte> b(sb.block_size);
   AgHeader h{1, sb.AgLength(1), 100, 64, 10, 1, 0};
+  ASSERT_TRUE(sb.uninit_ag());
+  h.bitmap_init = MetadataBitmapBlocks(sb);
+  h.imap_init = 1;
   EncodeAgHeader(h, sb, b);
   auto d = DecodeAgHeader(b, sb, 1);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
@@ -210,6 +213,27 @@ TEST(AgHeader, RoundTripsAndRefusesImpossibleCounts) {
   EXPECT_FALSE(DecodeAgHeader(b, sb, 1).ok());
   EncodeAgHeader(h, sb, b);
   EXPECT_FALSE(DecodeAgHeader(b, sb, 0).ok());  // AG 1's header read as AG 0's
+  // uninit_ag's counts of map blocks written: within the maps, the
+  // metadata's bitmap blocks always written, every chunk in a written block.
+  bad = h;
+  bad.bitmap_init = sb.bitmap_blocks + 1;
+  EncodeAgHeader(bad, sb, b);
+  EXPECT_FALSE(DecodeAgHeader(b, sb, 1).ok());
+  bad = h;
+  bad.bitmap_init = MetadataBitmapBlocks(sb) - 1;
+  EncodeAgHeader(bad, sb, b);
+  EXPECT_FALSE(DecodeAgHeader(b, sb, 1).ok());
+  bad = h;
+  bad.imap_init = 0;  // a chunk, and no map block to record it
+  EncodeAgHeader(bad, sb, b);
+  EXPECT_FALSE(DecodeAgHeader(b, sb, 1).ok());
+  Superblock full = sb;
+  full.incompat &= ~kIncompatUninitAg;
+  EncodeAgHeader(h, full, b);
+  EXPECT_FALSE(DecodeAgHeader(b, full, 1).ok()) << "counts without the feature are damage";
+  h.bitmap_init = h.imap_init = 0;
+  EncodeAgHeader(h, full, b);
+  EXPECT_TRUE(DecodeAgHeader(b, full, 1).ok());
 }
 
 TEST(Bitmap, BitsAreIndependent) {

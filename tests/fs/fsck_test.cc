@@ -178,12 +178,33 @@ TEST_F(Fsck, LeakedBlocksAreNotFreedWhileAnOwnerCouldNotBeRead) {
 }
 
 TEST_F(Fsck, DamagedMetadataBlocksAreNamed) {
-  auto b = Read(sb_.AgStart(1) + AgImapStart(sb_));
+  auto b = Read(sb_.AgStart(0) + AgImapStart(sb_));
   b[200] ^= std::byte{1};
-  Write(sb_.AgStart(1) + AgImapStart(sb_), b);
+  Write(sb_.AgStart(0) + AgImapStart(sb_), b);
   FsckReport r = Check();
   EXPECT_TRUE(Says(r, "inode map block")) << All(r);
   EXPECT_TRUE(Says(r, "CRC")) << All(r);
+}
+
+// uninit_ag: map blocks past an AG header's counts were never written and
+// are not read -- whatever an earlier use of the disk left there -- until
+// the header says they are written.
+TEST_F(Fsck, MapBlocksNeverWrittenAreNotReadUntilTheHeaderCountsThem) {
+  ASSERT_TRUE(sb_.uninit_ag());
+  const std::uint64_t imap = sb_.AgStart(1) + AgImapStart(sb_);
+  const std::uint64_t bitmap = sb_.AgStart(1) + AgBitmapStart() + MetadataBitmapBlocks(sb_);
+  std::vector<std::byte> junk(sb_.block_size, std::byte{0x5a});
+  Write(imap, junk);
+  if (MetadataBitmapBlocks(sb_) < sb_.bitmap_blocks) Write(bitmap, junk);
+  FsckReport r = Check();
+  EXPECT_TRUE(r.problems.empty()) << All(r);
+  // Counted as written, the junk is damage.
+  auto h = Read(sb_.AgStart(1));
+  EncodeFixed32(reinterpret_cast<char*>(h.data()) + kAgImapInitOffset, 1);
+  SealBlock(h);
+  Write(sb_.AgStart(1), h);
+  r = Check();
+  EXPECT_TRUE(Says(r, "AG 1 inode map block 0")) << All(r);
 }
 
 TEST_F(Fsck, AnInodeMapThatDisagreesWithTheInodesIsReported) {

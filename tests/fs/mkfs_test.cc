@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -37,9 +38,19 @@ void CheckImage(BlockDevice* dev) {
     ASSERT_TRUE(h.ok()) << h.status().ToString();
     std::uint64_t used = 0;
     const std::uint64_t bits = BitsPerBitmapBlock(sb->block_size);
+    // uninit_ag: the blocks past the header's counts were never written
+    // (a memory device reads them as zeros) and read as an empty AG's.
+    const std::uint32_t bitmap_on_disk = BitmapBlocksOnDisk(*sb, *h);
+    const std::uint32_t imap_on_disk = ImapBlocksOnDisk(*sb, *h);
     for (std::uint32_t i = 0; i < sb->bitmap_blocks; ++i) {
       auto b = ReadBlock(dev, *sb, sb->AgStart(agno) + AgBitmapStart() + i);
-      ASSERT_TRUE(VerifyBitmapBlock(b, *sb, agno, i).ok());
+      if (i < bitmap_on_disk) {
+        ASSERT_TRUE(VerifyBitmapBlock(b, *sb, agno, i).ok());
+      } else {
+        ASSERT_TRUE(std::all_of(b.begin(), b.end(), [](std::byte x) { return x == std::byte{0}; }))
+            << "AG " << agno << " bitmap block " << i << " is past the count written, but written";
+        FillBitmapBlock(*sb, agno, i, h->length, b);
+      }
       for (std::uint64_t bit = 0; bit < bits; ++bit) {
         const std::uint64_t agblock = i * bits + bit;
         if (agblock < h->length && BitmapTest(b, bit)) ++used;
@@ -52,6 +63,11 @@ void CheckImage(BlockDevice* dev) {
     std::uint32_t chunks = 0;
     for (std::uint32_t i = 0; i < sb->imap_blocks; ++i) {
       auto b = ReadBlock(dev, *sb, sb->AgStart(agno) + AgImapStart(*sb) + i);
+      if (i >= imap_on_disk) {
+        ASSERT_TRUE(std::all_of(b.begin(), b.end(), [](std::byte x) { return x == std::byte{0}; }))
+            << "AG " << agno << " inode map block " << i << " is past the count written, but written";
+        continue;
+      }
       ASSERT_TRUE(VerifyImapBlock(b, *sb, agno, i).ok());
       for (std::uint32_t s = 0; s < RecordsPerImapBlock(sb->block_size); ++s)
         if (GetImapRecord(b, s).start != 0) ++chunks;
@@ -106,6 +122,33 @@ TEST(Mkfs, EveryBlockSizeMakesAGoodImage) {
     ASSERT_TRUE(sb.ok()) << bs << ": " << sb.status().ToString();
     CheckImage(&dev);
   }
+}
+
+TEST(Mkfs, FullInitWritesEveryMapBlockAndMeansTheSameImage) {
+  for (std::uint32_t bs : {1024u, 4096u}) {
+    MemoryDevice dev(96ull << 20);
+    auto sb = MakeFilesystem(&dev, {.block_size = bs, .uninit_ag = false});
+    ASSERT_TRUE(sb.ok()) << bs << ": " << sb.status().ToString();
+    EXPECT_FALSE(sb->uninit_ag());
+    CheckImage(&dev);  // every bitmap and inode map block verifies
+  }
+}
+
+// uninit_ag: mkfs writes the AG headers, the bitmap blocks that cover the
+// AGs' own metadata and AG 0's root chunk, and one inode map block -- not
+// the hundreds of MiB of empty maps a large image has.
+TEST(Mkfs, ALargeImageCostsOnlyWhatIsNotEmpty) {
+  MemoryDevice dev(8ull << 30);  // sparse: untouched pages cost nothing
+  auto sb = MakeFilesystem(&dev, {.ag_count = 2});
+  ASSERT_TRUE(sb.ok()) << sb.status().ToString();
+  EXPECT_TRUE(sb->uninit_ag());
+  ASSERT_GT(sb->imap_blocks, 100u);
+  const BlockDeviceStats st = dev.stats();
+  // The log is zeroed by Zero(), not written; the rest is a handful of
+  // blocks: the superblock, per AG a header and the bitmap over its
+  // metadata, AG 0's root chunk and its inode map block.
+  EXPECT_LT(st.bytes_written, 32u * sb->block_size) << st.bytes_written;
+  CheckImage(&dev);
 }
 
 TEST(Mkfs, ManyAllocationGroups) {
