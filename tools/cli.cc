@@ -102,6 +102,22 @@ std::optional<int> Parse(CLI::App& app, int argc, char** argv, int usage_exit) {
     // CLI11's own text is one line ("The following argument was not
     // expected: -q"); its help dump after it is not printed.
     std::string what = e.what();
+    // CLI11 checks required arguments before unknown ones: `prog --bogus`
+    // would say "MNT is required" about a command line whose mistake is
+    // --bogus.  Name an unknown option first (apps without subcommands,
+    // whose options are all the app's own).
+    if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && app.get_subcommands({}).empty()) {
+      for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        if (arg == "--") break;
+        if (arg.size() < 2 || arg[0] != '-' || (arg[1] >= '0' && arg[1] <= '9')) continue;
+        const std::string name = arg[1] == '-' ? std::string(arg.substr(0, arg.find('='))) : std::string(arg.substr(0, 2));
+        if (app.get_option_no_throw(name) == nullptr) {
+          what = fmt::format("The following argument was not expected: {}", arg);
+          break;
+        }
+      }
+    }
     while (!what.empty() && (what.back() == '\n' || what.back() == '.')) what.pop_back();
     for (char& c : what)
       if (c == '\n') c = ' ';

@@ -168,8 +168,13 @@ void Catalogue(BaseImage* base, MemoryDevice* dev) {
   for (std::uint32_t agno = 0; agno < sb.ag_count; ++agno) {
     const std::uint64_t start = sb.AgStart(agno);
     add(BlockKind::kAgHeader, start);
-    for (std::uint32_t i = 0; i < sb.bitmap_blocks; ++i) add(BlockKind::kBitmap, start + fs::format::AgBitmapStart() + i);
-    for (std::uint32_t i = 0; i < sb.imap_blocks; ++i) {
+    // Only the map blocks written (uninit_ag): the others are not metadata
+    // yet -- nothing reads them -- so damage there is no test.
+    auto header = fs::format::DecodeAgHeader(block_at(start), sb, agno);
+    const std::uint32_t bitmap_blocks = header.ok() ? fs::format::BitmapBlocksOnDisk(sb, *header) : sb.bitmap_blocks;
+    const std::uint32_t imap_blocks = header.ok() ? fs::format::ImapBlocksOnDisk(sb, *header) : sb.imap_blocks;
+    for (std::uint32_t i = 0; i < bitmap_blocks; ++i) add(BlockKind::kBitmap, start + fs::format::AgBitmapStart() + i);
+    for (std::uint32_t i = 0; i < imap_blocks; ++i) {
       const std::uint64_t imap = start + fs::format::AgImapStart(sb) + i;
       add(BlockKind::kImap, imap);
       for (std::uint32_t slot = 0; slot < fs::format::RecordsPerImapBlock(bs); ++slot) {

@@ -95,6 +95,10 @@ TEST(EveryProgram, BadValuesAreUsageErrorsNamingTheOption) {
       {"walfs-admin -U nope img", "is not a UUID", 2},
       {"walfs-admin img", "nothing to do", 2},
       {"walfs-growfs", "MNT is required", 2},
+      // An unknown option is named before a missing argument is.
+      {"walfs-growfs --bogus", "not expected: --bogus", 2},
+      {"fsck.walfs -x", "not expected: -x", 16},
+      {"walfs-admin --bogus=1", "not expected: --bogus=1", 2},
       {"walfs-growfs /mnt 10x", "unknown unit", 2},
       {"walfs-growfs /mnt 0", "SIZE must be above 0", 2},
   };
