@@ -31,19 +31,6 @@ constexpr std::uint32_t kUnlinkedHeadOffset = 72;  // in the AG header (ag_forma
 
 Status Errno(int err, std::string_view what) { return Status::FromErrno(err, what); }
 
-std::uint8_t DirentType(std::uint32_t mode) {
-  switch (mode & S_IFMT) {
-    case S_IFREG: return DT_REG;
-    case S_IFDIR: return DT_DIR;
-    case S_IFLNK: return DT_LNK;
-    case S_IFCHR: return DT_CHR;
-    case S_IFBLK: return DT_BLK;
-    case S_IFIFO: return DT_FIFO;
-    case S_IFSOCK: return DT_SOCK;
-    default: return DT_UNKNOWN;
-  }
-}
-
 Status CheckName(std::string_view name) {
   if (name.empty() || name == "." || name == "..") return Errno(EINVAL, "invalid name");
   if (name.size() > format::kMaxNameLen) return Errno(ENAMETOOLONG, "name longer than 255 bytes");
@@ -78,6 +65,19 @@ class InodeLocks {
   std::vector<InodeRef> ips_;
 };
 }  // namespace
+
+std::uint8_t DirentType(std::uint32_t mode) {
+  switch (mode & S_IFMT) {
+    case S_IFREG: return DT_REG;
+    case S_IFDIR: return DT_DIR;
+    case S_IFLNK: return DT_LNK;
+    case S_IFCHR: return DT_CHR;
+    case S_IFBLK: return DT_BLK;
+    case S_IFIFO: return DT_FIFO;
+    case S_IFSOCK: return DT_SOCK;
+    default: return DT_UNKNOWN;
+  }
+}
 
 format::Timestamp Now() {
   // The kernel's current_time(): the coarse clock (a tick's resolution), so

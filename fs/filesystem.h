@@ -170,6 +170,16 @@ class Filesystem {
   Result<std::string> Readlink(std::uint64_t ino);
   Status Unlink(std::uint64_t parent, std::string_view name);
   Status Rmdir(std::uint64_t parent, std::string_view name);
+  // fsck.walfs -y's repairs that need the filesystem's own code
+  // (fs/filesystem_repair.cc; docs/fs.md, "Repairs through a mount"), each
+  // one transaction.  RepairDropEntry removes a directory entry without
+  // touching the inode it names (which is not in use).  RepairReconnect
+  // names an in-use inode no directory reaches "#INO" in /lost+found (made,
+  // mode 0700, if missing), as e2fsck does, and returns that name; a
+  // directory's parent becomes lost+found.  Link counts are fsck's to set
+  // afterwards, from the links it finds.
+  Status RepairDropEntry(std::uint64_t parent, std::string_view name);
+  Result<std::string> RepairReconnect(std::uint64_t ino);
   // flags: RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT (the old name
   // becomes a whiteout, a 0/0 character device owned by `c`, in the same
   // transaction; overlayfs asks for it on its upper layer).  A rename that

@@ -61,5 +61,7 @@ class Filesystem::Op {
 // unlinked-list link, which belongs to the unlinked-list code.
 void StoreCore(const InodeRef& ip, format::InodeCore next);
 format::Timestamp Now();
+// A directory entry's file type (DT_*) for an inode mode.
+std::uint8_t DirentType(std::uint32_t mode);
 
 }  // namespace walfs::fs

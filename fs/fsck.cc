@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "fs/format/block_types.h"
 #include "fs/format/btree_format.h"
 #include "fs/dir.h"
+#include "fs/filesystem.h"
 #include "fs/format/inode_format.h"
 #include "fs/fsck_log.h"
 #include "fs/mkfs.h"
@@ -54,6 +56,7 @@ struct InodeInfo {
   std::uint64_t next_unlinked = 0;
   std::uint32_t links_found = 0;  // entries naming it (and "." / ".." for directories)
   bool reached = false;
+  bool local_dir = false;  // a directory whose entries are inline in the inode
 };
 
 std::uint8_t FtypeOf(std::uint16_t mode) {
@@ -112,6 +115,7 @@ class Checker {
     CheckTree();
     Phase(5, "unlinked lists");
     CheckUnlinked();
+    if (o_.repair) WALFS_RETURN_IF_ERROR(RepairNamespace());
     Phase(6, "counters");
     WALFS_RETURN_IF_ERROR(CheckCounters());
     Advance(6, 1);
@@ -131,6 +135,81 @@ class Checker {
   };
 
   void Problem(std::string message) { r_->problems.push_back({std::move(message), false}); }
+  // A problem found earlier, now repaired.
+  void Repaired(std::size_t problem, std::string_view how) {
+    r_->problems[problem].message += fmt::format(": {}", how);
+    r_->problems[problem].repaired = true;
+  }
+
+  // Reads inode `ino`, lets `change` edit it, and writes its block back.
+  Status RewriteInode(std::uint64_t ino, const std::function<Status(InodeCore*)>& change) {
+    const Superblock& sb = r_->sb;
+    const std::uint64_t block = ino / sb.inodes_per_block();
+    const std::size_t offset = std::size_t{ino % sb.inodes_per_block()} * kInodeSize;
+    std::vector<std::byte> b;
+    WALFS_RETURN_IF_ERROR(ReadBlock(block, &b));
+    WALFS_ASSIGN_OR_RETURN(InodeCore core, DecodeInode(std::span<const std::byte>(b).subspan(offset, kInodeSize), ino));
+    WALFS_RETURN_IF_ERROR(change(&core));
+    EncodeInode(core, std::span<std::byte>(b).subspan(offset, kInodeSize));
+    return dev_->Write(block * sb.block_size, b.data(), b.size());
+  }
+
+  // -y's repairs of the namespace, after the tree and the link counts were
+  // checked: entries naming inodes not in use are dropped from inline
+  // directories (a B+tree directory's are reported: walfs has no offline
+  // B+tree editor), then every inode the tree reached gets the link count
+  // of the links found to it.  Inodes nothing reaches are reported, not
+  // freed: their data may be all that is left of a file.
+  Status RepairNamespace() {
+    for (const std::uint64_t dir : empties_) {
+      WALFS_RETURN_IF_ERROR(RewriteInode(dir, [&](InodeCore* n) -> Status {
+        const std::uint64_t parent = DecodeFixed64(n->literal.data() + 16);
+        const std::string local = EncodeLocalDir(parent, {});
+        std::string literal = n->literal;
+        literal.resize(kLiteralSize, '\0');
+        const std::uint32_t room = n->fork_off ? n->fork_off : kLiteralSize;
+        std::fill(literal.begin(), literal.begin() + room, '\0');
+        std::copy(local.begin(), local.end(), literal.begin());
+        n->literal = std::move(literal);
+        n->format = ForkFormat::kLocal;
+        n->size = local.size();
+        n->nlink = 2;
+        if (n->fork_off == 0) n->nblocks = 0;
+        return Status::Ok();
+      }));
+    }
+    for (const auto& [dir, names] : dangling_) {
+      Status s = RewriteInode(dir, [&](InodeCore* n) -> Status {
+        const std::uint32_t room = n->fork_off ? n->fork_off : kLiteralSize;
+        std::uint64_t parent = 0;
+        std::vector<DirEntry> entries;
+        WALFS_RETURN_IF_ERROR(
+            DecodeLocalDir(std::string_view(n->literal).substr(0, std::min<std::uint64_t>(n->size, room)), &parent, &entries));
+        std::erase_if(entries, [&](const DirEntry& e) {
+          return std::any_of(names.begin(), names.end(), [&](const auto& d) { return d.first == e.name; });
+        });
+        const std::string local = EncodeLocalDir(parent, entries);
+        std::string literal = n->literal;
+        literal.resize(kLiteralSize, '\0');
+        std::fill(literal.begin(), literal.begin() + room, '\0');
+        std::copy(local.begin(), local.end(), literal.begin());
+        n->literal = std::move(literal);
+        n->size = local.size();
+        return Status::Ok();
+      });
+      if (!s.ok()) continue;  // left reported
+      for (const auto& [name, problem] : names) Repaired(problem, "entry removed");
+    }
+    for (const auto& [ino, problem] : relink_) {
+      const std::uint32_t found = inodes_[ino].links_found;
+      if (RewriteInode(ino, [&](InodeCore* n) {
+            n->nlink = found;
+            return Status::Ok();
+          }).ok())
+        Repaired(problem, fmt::format("set to {}", found));
+    }
+    return Status::Ok();
+  }
 
   static constexpr int kPhases = 6;
   static constexpr const char* kPhaseNames[kPhases + 1] = {
@@ -275,15 +354,25 @@ class Checker {
         Problem(std::string(s.message()));
         continue;
       }
+      bool rewrite = false;
       for (std::uint32_t slot = 0; slot < RecordsPerImapBlock(sb.block_size); ++slot) {
-        const ImapRecord rec = GetImapRecord(b, slot);
+        ImapRecord rec = GetImapRecord(b, slot);
         if (rec.start == 0) continue;
         ++ag.chunks;
-        WALFS_RETURN_IF_ERROR(ScanChunk(agno, rec));
+        const ImapRecord before = rec;
+        WALFS_RETURN_IF_ERROR(ScanChunk(agno, &rec));
+        if (rec.free_mask != before.free_mask) {
+          PutImapRecord(b, slot, rec);
+          rewrite = true;
+        }
         // Every 64 chunks (4,096 inodes): often enough for a person, rare
         // enough to cost nothing.
         if (++chunks_scanned_ % 64 == 0)
           Advance(2, static_cast<double>(chunks_scanned_) / static_cast<double>(expected_chunks_));
+      }
+      if (rewrite) {
+        SealBlock(b);
+        WALFS_RETURN_IF_ERROR(dev_->Write((start + AgImapStart(sb) + i) * sb.block_size, b.data(), b.size()));
       }
     }
     return Status::Ok();
@@ -416,29 +505,78 @@ class Checker {
       Problem(fmt::format("inode {}: a default ACL on a non-directory", ino));
   }
 
-  Status ScanChunk(std::uint32_t agno, const ImapRecord& rec) {
+  // With `repair`, the chunk's inodes are the truth for its map record
+  // (*rec): an inode that decodes is free or in use as it says -- an inode
+  // in use that the map called free would be handed out again over a live
+  // file.  An inode that does not decode is repaired first: one whose CRC
+  // alone is wrong gets it recomputed; any other (never written back before
+  // the log was lost, or destroyed) is cleared, as e2fsck and xfs_repair
+  // clear inodes they cannot read -- its data is unreachable anyway, and
+  // the entries naming it and the blocks it held are repaired as such --
+  // except the root directory's, which is left to a person.
+  Status ScanChunk(std::uint32_t agno, ImapRecord* rec) {
     const Superblock& sb = r_->sb;
-    const std::uint64_t first = sb.AgStart(agno) + rec.start;
+    const std::uint64_t first = sb.AgStart(agno) + rec->start;
     Claim(first, sb.blocks_per_chunk(), fmt::format("the inode chunk at block {}", first));
     std::vector<std::byte> b;
+    if (o_.clear_and_reconnect) {
+      for (std::uint32_t bi = 0; bi < sb.blocks_per_chunk(); ++bi) {
+        WALFS_RETURN_IF_ERROR(ReadBlock(first + bi, &b));
+        std::uint32_t cleared = 0;
+        for (std::uint32_t s = 0; s < sb.inodes_per_block(); ++s) {
+          const std::uint64_t ino = (first + bi) * sb.inodes_per_block() + s;
+          const std::span<std::byte> slot = std::span<std::byte>(b).subspan(std::size_t{s} * kInodeSize, kInodeSize);
+          Result<InodeCore> inode = DecodeInode(slot, ino);
+          if (inode.ok()) continue;
+          // Only its CRC wrong, everything else sound: the CRC is
+          // recomputed (e2fsck's answer to a bad inode checksum).
+          std::vector<std::byte> resealed(b);
+          SealInodeBlock(resealed);
+          const std::span<std::byte> fixed =
+              std::span<std::byte>(resealed).subspan(std::size_t{s} * kInodeSize, kInodeSize);
+          if (DecodeInode(fixed, ino).ok()) {
+            std::copy(fixed.begin(), fixed.end(), slot.begin());
+            r_->problems.push_back({fmt::format("{}: checksum recomputed (the inode reads otherwise)",
+                                                inode.status().message()),
+                                    true});
+            ++cleared;
+            continue;
+          }
+          if (ino == sb.root_ino) continue;  // never cleared: reported, left to a person
+          r_->problems.push_back({fmt::format("{}: cleared (a free inode now)", inode.status().message()), true});
+          EncodeInode(FreeInode(ino, 0), slot);
+          ++cleared;
+        }
+        if (cleared) WALFS_RETURN_IF_ERROR(dev_->Write((first + bi) * sb.block_size, b.data(), b.size()));
+      }
+    }
     for (std::uint32_t bi = 0; bi < sb.blocks_per_chunk(); ++bi) {
       WALFS_RETURN_IF_ERROR(ReadBlock(first + bi, &b));
       for (std::uint32_t s = 0; s < sb.inodes_per_block(); ++s) {
         const std::uint32_t index = bi * sb.inodes_per_block() + s;
         const std::uint64_t ino = (first + bi) * sb.inodes_per_block() + s;
-        const bool map_free = (rec.free_mask >> index) & 1u;
-        if (map_free) ++ags_[agno].free_inodes;
+        const std::uint64_t bit = std::uint64_t{1} << index;
+        bool map_free = (rec->free_mask & bit) != 0;
         auto inode = DecodeInode(std::span<const std::byte>(b).subspan(std::size_t{s} * kInodeSize,
                                                                       kInodeSize),
                                  ino);
         if (!inode.ok()) {
+          if (map_free) ++ags_[agno].free_inodes;
           Problem(std::string(inode.status().message()));
           continue;
         }
         if (inode->free() != map_free) {
-          Problem(fmt::format("inode {} is {} but the inode map says {}", ino,
-                              inode->free() ? "free" : "in use", map_free ? "free" : "in use"));
+          r_->problems.push_back({fmt::format("inode {} is {} but the inode map says {}{}", ino,
+                                              inode->free() ? "free" : "in use", map_free ? "free" : "in use",
+                                              o_.repair ? ": map corrected" : ""),
+                                  o_.repair});
+          if (o_.repair) {
+            map_free = inode->free();
+            rec->free_mask = map_free ? rec->free_mask | bit : rec->free_mask & ~bit;
+            rec->free_count = static_cast<std::uint32_t>(__builtin_popcountll(rec->free_mask));
+          }
         }
+        if (map_free) ++ags_[agno].free_inodes;
         if (inode->free()) continue;
         ++r_->inodes_in_use;
         InodeInfo& info = inodes_[ino];
@@ -485,6 +623,7 @@ class Checker {
         if (S_ISDIR(inode->mode)) {
           ++r_->directories;
           if (inode->format == ForkFormat::kLocal) {
+            info.local_dir = true;
             const std::string_view data =
                 std::string_view(inode->literal).substr(0, std::min<std::uint64_t>(inode->size, data_room));
             if (Status st = DecodeLocalDir(data, &info.parent, &info.entries); !st.ok())
@@ -495,6 +634,7 @@ class Checker {
             const BtreeRoot root = GetForkRoot(inode->literal, 0);
             info.parent = DecodeFixed64(inode->literal.data() + 16);
             bool ok = true;
+            const std::size_t problems_before = r_->problems.size();
             const bool walked = WalkTree(ino, "directory", root.block, root.levels, [&](std::uint64_t key, std::string_view v) {
               if (v.size() < 10 || v.size() > 9 + kMaxNameLen) {
                 Problem(fmt::format("directory {}: entry of {} bytes", ino, v.size()));
@@ -512,6 +652,18 @@ class Checker {
               info.entries.push_back(std::move(e));
             });
             info.entries_known = walked && ok;
+            if (!info.entries_known && o_.clear_and_reconnect) {
+              // Its index cannot be read whole: emptied (RepairNamespace),
+              // and the inodes its entries named are reconnected to
+              // /lost+found by number -- names lost, files kept.
+              for (std::size_t p = problems_before; p < r_->problems.size(); ++p) {
+                r_->problems[p].message += ": directory emptied";
+                r_->problems[p].repaired = true;
+              }
+              if (r_->problems.size() == problems_before)
+                r_->problems.push_back({fmt::format("directory {}: its index cannot be read: emptied", ino), true});
+              empties_.push_back(ino);
+            }
           } else {
             Problem(fmt::format("directory {}: {} format", ino, ForkFormatName(inode->format)));
           }
@@ -529,9 +681,12 @@ class Checker {
     std::vector<std::byte> b;
     std::uint64_t leaked = 0, unmarked = 0, first_leak = 0, first_unmarked = 0;
     const bool free_leaks = o_.repair && claims_complete_;
+    // A claimed block the bitmap calls free would be allocated again over
+    // its owner: -y marks it in use whatever else is wrong (the worst that
+    // can come of it is a leak).
+    const bool mark_unmarked = o_.repair;
     for (std::uint32_t i = 0; i < sb.bitmap_blocks; ++i) {
-      // A block never written is an empty AG's: nothing it marks can leak,
-      // and a claimed block it shows free is reported, not rewritten.
+      // A block never written is an empty AG's: nothing it marks can leak.
       const bool on_disk = i < ags_[agno].bitmap_on_disk;
       if (on_disk) {
         WALFS_RETURN_IF_ERROR(ReadBlock(start + AgBitmapStart() + i, &b));
@@ -557,11 +712,27 @@ class Checker {
             continue;
           }
         }
+        if (!used && claimed) {
+          if (unmarked++ == 0) first_unmarked = start + agblock;
+          if (mark_unmarked) {
+            BitmapSet(b, bit, true);
+            rewrite = true;
+            ++r_->blocks_in_use;
+            continue;
+          }
+        }
         if (!used) ++ags_[agno].free_blocks;
-        if (!used && claimed && unmarked++ == 0) first_unmarked = start + agblock;
         if (used) ++r_->blocks_in_use;
       }
       if (rewrite) {
+        // uninit_ag: a block not written yet is written with those before
+        // it, and the header counts them (CheckCounters rewrites it).
+        for (std::uint32_t j = ags_[agno].bitmap_on_disk; j < i; ++j) {
+          std::vector<std::byte> fill(sb.block_size);
+          FillBitmapBlock(sb, agno, j, len, fill);
+          WALFS_RETURN_IF_ERROR(dev_->Write((start + AgBitmapStart() + j) * sb.block_size, fill.data(), fill.size()));
+        }
+        ags_[agno].bitmap_on_disk = std::max(ags_[agno].bitmap_on_disk, i + 1);
         SealBlock(b);
         WALFS_RETURN_IF_ERROR(dev_->Write((start + AgBitmapStart() + i) * sb.block_size, b.data(), b.size()));
       }
@@ -571,9 +742,11 @@ class Checker {
                                           "(first {}){}",
                                           agno, leaked, first_leak, free_leaks ? ": freed" : ""),
                               free_leaks});
+    if (leaked) mount_repairable_.insert(r_->problems.size() - 1);  // space lost, nothing more
     if (unmarked)
-      Problem(fmt::format("AG {}: {} blocks are in use but free in the bitmap (first {})", agno,
-                          unmarked, first_unmarked));
+      r_->problems.push_back({fmt::format("AG {}: {} blocks are in use but free in the bitmap (first {}){}", agno,
+                                          unmarked, first_unmarked, mark_unmarked ? ": marked in use" : ""),
+                              mark_unmarked});
     return Status::Ok();
   }
 
@@ -602,6 +775,9 @@ class Checker {
         if (t == inodes_.end()) {
           Problem(fmt::format("directory {}: \"{}\" names inode {}, which is not in use", dir,
                               e.name, e.ino));
+          if (!o_.clear_and_reconnect) continue;
+          if (d.local_dir) dangling_[dir].push_back({e.name, r_->problems.size() - 1});
+          else drops_.push_back({dir, e.name, r_->problems.size() - 1});
           continue;
         }
         InodeInfo& target = t->second;
@@ -648,17 +824,30 @@ class Checker {
         ino = it->second.next_unlinked;
       }
     }
+    // Inodes nothing reaches but an entry of another such directory: those
+    // come back with it when it is reconnected.
+    std::unordered_map<std::uint64_t, bool> named_by_lost;
+    for (const auto& [ino, info] : inodes_)
+      if (!info.reached)
+        for (const DirEntry& e : info.entries) named_by_lost[e.ino] = true;
     for (auto& [ino, info] : inodes_) {
       if (!info.reached) {
-        if (!on_list[ino])
+        if (!on_list[ino]) {
           Problem(fmt::format("inode {} (mode {:o}, {} links) is in no directory and on no unlinked "
                               "list",
                               ino, info.mode, info.nlink));
+          if (!o_.clear_and_reconnect) continue;
+          if (!named_by_lost[ino]) orphans_.push_back({ino, r_->problems.size() - 1});
+          else mount_repairable_.insert(r_->problems.size() - 1);
+        }
         continue;
       }
-      if (info.links_found != info.nlink)
+      if (info.links_found != info.nlink) {
         Problem(fmt::format("inode {} has link count {} but {} links were found", ino, info.nlink,
                             info.links_found));
+        // Not one on an unlinked list: the next mount frees those.
+        if (!on_list[ino]) relink_.push_back({ino, r_->problems.size() - 1});
+      }
     }
   }
 
@@ -682,6 +871,13 @@ class Checker {
       want.icount = counted_icount;
       want.ifree = ag.free_inodes;
       want.chunks = ag.chunks;
+      if (sb.uninit_ag()) want.bitmap_init = ag.bitmap_on_disk;  // raised by a bitmap repair
+      if (want.bitmap_init != ag.header.bitmap_init) {
+        b.assign(sb.block_size, std::byte{0});
+        EncodeAgHeader(want, sb, b);
+        WALFS_RETURN_IF_ERROR(dev_->Write(sb.AgStart(agno) * sb.block_size, b.data(), b.size()));
+        ag.header.bitmap_init = want.bitmap_init;
+      }
       if (want.free_blocks == ag.header.free_blocks && want.icount == ag.header.icount &&
           want.ifree == ag.header.ifree && want.chunks == ag.header.chunks)
         continue;
@@ -742,6 +938,50 @@ class Checker {
   FsckReport* r_;
   std::vector<bool> claimed_;
   bool claims_complete_ = false;
+  // For RepairNamespace: per inline directory, its entries that name inodes
+  // not in use (name, problem index); inodes whose link count is wrong.
+  std::map<std::uint64_t, std::vector<std::pair<std::string, std::size_t>>> dangling_;
+  std::vector<std::pair<std::uint64_t, std::size_t>> relink_;
+  std::vector<std::uint64_t> empties_;  // B+tree directories to empty
+  // For the repairs through a mount (CheckImage): entries of B+tree
+  // directories naming inodes not in use (dir, name, problem), inodes to
+  // reconnect (ino, problem), and the other problems those repairs and the
+  // next pass take care of (inodes that come back with a reconnected
+  // directory, leaks).
+  struct Drop {
+    std::uint64_t dir;
+    std::string name;
+    std::size_t problem;
+  };
+  std::vector<Drop> drops_;
+  std::vector<std::pair<std::uint64_t, std::size_t>> orphans_;
+  std::set<std::size_t> mount_repairable_;
+
+ public:
+  const std::vector<Drop>& drops() const { return drops_; }
+  // The checker's report was merged into `r` after `base` problems kept
+  // from earlier passes: its problem indices move with it.
+  void Rebase(FsckReport* r, std::size_t base) {
+    r_ = r;
+    for (Drop& d : drops_) d.problem += base;
+    for (auto& o : orphans_) o.second += base;
+    std::set<std::size_t> moved;
+    for (std::size_t i : mount_repairable_) moved.insert(i + base);
+    mount_repairable_ = std::move(moved);
+  }
+  const std::vector<std::pair<std::uint64_t, std::size_t>>& orphans() const { return orphans_; }
+  // Whether every problem left is one the repairs through a mount make (or
+  // the next pass then does): the allocation maps and every inode read
+  // agree, so the filesystem's own code may run on the image.
+  bool MountRepairable() const {
+    if (drops_.empty() && orphans_.empty()) return false;
+    std::set<std::size_t> ok = mount_repairable_;
+    for (const Drop& d : drops_) ok.insert(d.problem);
+    for (const auto& o : orphans_) ok.insert(o.second);
+    for (std::size_t i = 0; i < r_->problems.size(); ++i)
+      if (!r_->problems[i].repaired && !ok.contains(i)) return false;
+    return true;
+  }
   std::vector<AgState> ags_;
   std::unordered_map<std::uint64_t, InodeInfo> inodes_;
   std::uint64_t chunks_scanned_ = 0;   // progress of phase 2
@@ -750,14 +990,90 @@ class Checker {
 
 }  // namespace
 
+namespace {
+
+// The repairs through a mount (docs/fs.md): the image mounted in-process,
+// B+tree directory entries naming inodes not in use dropped, and inodes
+// nothing reaches named in /lost+found.  Each repaired problem is marked in
+// `r`; one that fails stays as it was, with the reason appended.
+Status RepairThroughMount(BlockDevice* device, const Checker& c, FsckReport* r) {
+  MountOptions mo;
+  mo.commit_interval_s = 0;
+  mo.lazy_commit_ms = 0;
+  WALFS_ASSIGN_OR_RETURN(std::unique_ptr<Filesystem> fs, Filesystem::MountDevice(device, mo));
+  for (const auto& d : c.drops()) {
+    Status s = fs->RepairDropEntry(d.dir, d.name);
+    r->problems[d.problem].message += s.ok() ? std::string(": entry removed") : fmt::format(" (not removed: {})", s.message());
+    r->problems[d.problem].repaired = s.ok();
+  }
+  for (const auto& [ino, problem] : c.orphans()) {
+    Result<std::string> name = fs->RepairReconnect(ino);
+    r->problems[problem].message +=
+        name.ok() ? fmt::format(": reconnected as /lost+found/{}", *name)
+                  : fmt::format(" (not reconnected: {})", name.status().message());
+    r->problems[problem].repaired = name.ok();
+  }
+  return fs->Unmount();
+}
+
+}  // namespace
+
 Result<FsckReport> CheckImage(BlockDevice* device, const FsckOptions& options) {
   if ((options.repair || options.zero_log) && !options.replay)
     return Status::InvalidArgument("repairs need the log replayed first (-n with -y or -L)");
+  if (options.clear_and_reconnect && !options.repair)
+    return Status::InvalidArgument("clear_and_reconnect needs repair");
   FsckReport r;
-  Checker c(device, options, &r);
-  Status s = c.Run();
+  auto c = std::make_unique<Checker>(device, options, &r);
+  Status s = c->Run();
   if (!s.ok() && !r.opened) return s;
   if (!s.ok()) r.problems.push_back({fmt::format("the check stopped: {}", s.ToString()), false});
+  // A repair can make others possible (leaks are freed only once every
+  // owner reads; a corrected inode map changes what the tree finds; a
+  // reconnected inode has its link count set by the next pass), as e2fsck
+  // restarts: check again while the last pass repaired something.  What
+  // the last pass found is the report's verdict; what earlier passes
+  // repaired stays in it.
+  for (int pass = 2; s.ok() && options.repair && pass <= 6; ++pass) {
+    auto unrepaired = [&] {
+      return std::any_of(r.problems.begin(), r.problems.end(), [](const FsckProblem& p) { return !p.repaired; });
+    };
+    if (!unrepaired()) break;
+    // The allocation maps agree with the inodes, and only the namespace is
+    // left: the filesystem's own code repairs it.
+    if (c->MountRepairable()) {
+      if (Status m = RepairThroughMount(device, *c, &r); !m.ok())
+        r.problems.push_back({fmt::format("repairs through a mount stopped: {}", m.ToString()), false});
+    }
+    if (!std::any_of(r.problems.begin(), r.problems.end(), [](const FsckProblem& p) { return p.repaired; })) break;
+    FsckOptions again = options;
+    again.zero_log = false;  // the log is clean now
+    again.skip_if_clean = false;
+    again.progress = nullptr;
+    FsckReport next;
+    c = std::make_unique<Checker>(device, again, &next);
+    s = c->Run();
+    if (!s.ok()) {
+      r.problems.push_back({fmt::format("the check stopped: {}", s.ToString()), false});
+      break;
+    }
+    std::vector<FsckProblem> kept;
+    for (FsckProblem& p : r.problems)
+      if (p.repaired) kept.push_back(std::move(p));
+    const bool progress = std::any_of(next.problems.begin(), next.problems.end(),
+                                      [](const FsckProblem& p) { return p.repaired; }) ||
+                          c->MountRepairable();
+    // Indices in `next` shift by what was kept: the checker's lists index
+    // the report it wrote, so it keeps writing into `next` until merged.
+    const std::size_t base = kept.size();
+    for (FsckProblem& p : next.problems) kept.push_back(std::move(p));
+    r.problems = std::move(kept);
+    r.inodes_in_use = next.inodes_in_use;
+    r.directories = next.directories;
+    r.blocks_in_use = next.blocks_in_use;
+    c->Rebase(&r, base);
+    if (!progress) break;
+  }
   return r;
 }
 

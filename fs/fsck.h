@@ -27,9 +27,23 @@
 //   6. the AG unlinked lists: in-use inodes with no links, no cycles;
 //   7. counters: AG free blocks, inode and free inode counts, and (for a
 //      clean image) the superblock's lazy counters.
-// With `repair`, counters that disagree are rewritten from what was
-// counted (the only repair that is always safe); everything else is left
-// and reported.  After a crash (the superblock not clean) a check with
+// With `repair` (fsck -y, -p), what is safe is repaired: counters that
+// disagree rewritten from what was counted; blocks owned by nothing freed
+// (only when every owner was read); blocks something owns that the bitmap
+// calls free marked in use; inode-map records corrected from the inodes
+// (the inode is the truth: one in use that the map calls free would be
+// handed out again); link counts set to the links found.  With
+// `clear_and_reconnect` too (fsck -y, -L; not preen), what changes which
+// files there are: an inode whose CRC alone is wrong gets it recomputed,
+// one that does not read is cleared; entries naming inodes not in use are
+// dropped; a directory whose B+tree cannot be read is emptied; inodes no
+// directory names are linked into /lost+found as "#INO" -- the last two
+// through an in-process mount, so the filesystem's own transactions make
+// them (Filesystem::RepairDropEntry, RepairReconnect), once the
+// allocation maps agree with the inodes.  The check then runs again while
+// a pass repairs something (at most six passes), as e2fsck restarts; the
+// report keeps every repair and the last pass's verdict.  Everything else
+// is reported for a person.  After a crash (the superblock not clean) a check with
 // `replay` stores the counted counters in the superblock and marks it
 // clean, as a clean unmount does.
 #pragma once
@@ -60,7 +74,9 @@ struct FsckProgress {
 
 struct FsckOptions {
   bool replay = true;   // replay a dirty log first (fsck without -n)
-  bool repair = false;  // rewrite counters that disagree (-y); needs `replay`
+  bool repair = false;  // the safe repairs (-y, -p; above); needs `replay`
+  // The repairs that clear, drop and reconnect (-y, -L; above); needs `repair`.
+  bool clear_and_reconnect = false;
   // Stop after the log when the image is marked clean and its log is
   // clean (fsck -p without -f, as e2fsck preens a clean filesystem).
   bool skip_if_clean = false;

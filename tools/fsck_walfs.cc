@@ -13,10 +13,12 @@
 //   fsck.walfs -C ...       progress on stderr: a line per phase, and on a
 //                           terminal the phase's percentage
 //
-// What is checked and what is repaired is in fs/fsck.h.  Every repair
-// fsck.walfs makes today is one preen may make (counters rewritten from
-// what was counted, leaked blocks freed when every owner was read), so -y
-// and -p repair the same things; the rest is reported for a person.
+// What is checked and what is repaired is in fs/fsck.h.  -p repairs what
+// is safe (counters, leaked blocks, blocks the bitmap wrongly calls free,
+// inode-map records, link counts); -y and -L also clear inodes that do not
+// read, drop entries naming inodes not in use, empty a directory whose
+// index cannot be read and reconnect unnamed inodes in /lost+found -- the
+// repairs that change which files there are, which preen leaves to a person.
 // Exit status, fsck(8)'s bits: 0 no problems; 1 problems found and all
 // repaired; 4 problems left; 8 the check could not run (not a walfs image,
 // unreadable, mounted: a running walfs daemon holds the image's lock,
@@ -73,6 +75,7 @@ int Run(int argc, char** argv) {
   fs::FsckOptions o;
   o.replay = !no_change;
   o.repair = yes || preen || zero_log;
+  o.clear_and_reconnect = yes || zero_log;  // not preen: they change which files there are
   o.skip_if_clean = preen && !force;
   o.zero_log = zero_log;
   cli::ProgressLine line;  // '\r' only on a terminal; a line per phase elsewhere

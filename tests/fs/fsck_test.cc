@@ -169,7 +169,7 @@ TEST_F(Fsck, LeakedBlocksAreNotFreedWhileAnOwnerCouldNotBeRead) {
   Write(blk, b);
   const std::uint64_t root_block = sb_.root_ino / sb_.inodes_per_block();
   auto ib = Read(root_block);
-  ib[(sb_.root_ino % sb_.inodes_per_block()) * kInodeSize + 200] ^= std::byte{0x40};  // CRC breaks
+  ib[(sb_.root_ino % sb_.inodes_per_block()) * kInodeSize] ^= std::byte{0x40};  // its magic: unreadable
   Write(root_block, ib);
   FsckReport r = Check({.repair = true});
   EXPECT_TRUE(Says(r, "owned by nothing")) << All(r);
@@ -420,6 +420,127 @@ TEST_F(FsckAfterACrash, MinusLRestartsALogWhoseDamagedSectorCarriesTheLargestCyc
 TEST_F(FsckAfterACrash, RepairWithoutReplayIsRefused) {
   auto r = CheckImage(&dev_, {.replay = false, .repair = true});
   EXPECT_FALSE(r.ok());
+}
+
+// -y's repairs of what a lost log leaves over partly written-back metadata
+// (FsckRepairCrash in fs_crash_test runs them over every crash state of a
+// workload); one damage at a time here.
+class FsckRepair : public Fsck {
+ protected:
+  // A file "f" with 8 KiB of data in the root; returns its inode.
+  std::uint64_t MakeFile(std::string_view name = "f") {
+    auto fs = Filesystem::MountDevice(&dev_, {});
+    EXPECT_TRUE(fs.ok()) << fs.status().ToString();
+    auto st = (*fs)->Mknod({}, (*fs)->root(), name, 0100644, 0);
+    EXPECT_TRUE(st.ok());
+    const std::string data(8192, 'd');
+    EXPECT_TRUE((*fs)->Write(st->st_ino, 0, data.data(), data.size()).ok());
+    EXPECT_TRUE((*fs)->Unmount().ok());
+    return st->st_ino;
+  }
+  template <typename F>
+  void ChangeInode(std::uint64_t ino, F change) {
+    const std::uint64_t blk = ino / sb_.inodes_per_block();
+    const std::size_t off = (ino % sb_.inodes_per_block()) * kInodeSize;
+    auto b = Read(blk);
+    change(std::span<std::byte>(b).subspan(off, kInodeSize));
+    Write(blk, b);
+  }
+  // Repaired (exit 1), and clean after.
+  void ExpectRepaired(std::string_view says) {
+    FsckReport fixed = Check({.repair = true, .clear_and_reconnect = true});
+    EXPECT_TRUE(Says(fixed, says)) << All(fixed);
+    EXPECT_EQ(fixed.ExitCode(), 1) << All(fixed);
+    FsckReport after = Check({.replay = false});
+    EXPECT_TRUE(after.problems.empty()) << All(after);
+  }
+};
+
+TEST_F(FsckRepair, AnInodeMapThatCallsALiveInodeFreeIsCorrectedFromTheInode) {
+  const std::uint64_t ino = MakeFile();
+  const std::uint64_t blk = sb_.AgStart(0) + AgImapStart(sb_);
+  auto b = Read(blk);
+  ImapRecord rec = GetImapRecord(b, 0);
+  const std::uint64_t index = ino - (sb_.AgStart(0) + rec.start) * sb_.inodes_per_block();
+  rec.free_mask |= std::uint64_t{1} << index;  // free: the next create would take it
+  rec.free_count += 1;
+  PutImapRecord(b, 0, rec);
+  SealBlock(b);
+  Write(blk, b);
+  ExpectRepaired("map corrected");
+}
+
+TEST_F(FsckRepair, ClaimedBlocksTheBitmapCallsFreeAreMarkedInUse) {
+  MakeFile();
+  const std::uint64_t blk = sb_.AgStart(0) + AgBitmapStart();
+  auto b = Read(blk);
+  // The file's data lies after the root chunk: clear the AG's last used bit.
+  const std::uint64_t used = BitmapFind(b, AgFirstFree(sb_), BitsPerBitmapBlock(sb_.block_size), false);
+  ASSERT_GT(used, 0u);
+  BitmapSet(b, used - 1, false);
+  SealBlock(b);
+  Write(blk, b);
+  ExpectRepaired("marked in use");
+}
+
+TEST_F(FsckRepair, AnInodeWithABadChecksumAloneGetsItRecomputedAndKeepsItsFile) {
+  const std::uint64_t ino = MakeFile();
+  ChangeInode(ino, [](std::span<std::byte> in) { in[120] ^= std::byte{1}; });  // the CRC field itself
+  ExpectRepaired("checksum recomputed");
+  auto fs = Filesystem::MountDevice(&dev_, {});
+  ASSERT_TRUE(fs.ok());
+  auto st = (*fs)->Lookup((*fs)->root(), "f");
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ(st->st_size, 8192);
+  ASSERT_TRUE((*fs)->Unmount().ok());
+}
+
+TEST_F(FsckRepair, AnUnreadableInodeIsClearedAndTheEntryNamingItDropped) {
+  const std::uint64_t ino = MakeFile();
+  ChangeInode(ino, [](std::span<std::byte> in) { std::fill(in.begin(), in.end(), std::byte{0}); });
+  ExpectRepaired("entry removed");
+  FsckReport again = Check({.replay = false});
+  EXPECT_EQ(again.ExitCode(), 0) << All(again);  // its blocks were freed by a later pass
+}
+
+TEST_F(FsckRepair, AWrongLinkCountIsSetToTheLinksFound) {
+  const std::uint64_t ino = MakeFile();
+  const std::uint64_t blk = ino / sb_.inodes_per_block();
+  const std::size_t off = (ino % sb_.inodes_per_block()) * kInodeSize;
+  auto b = Read(blk);
+  auto n = DecodeInode(std::span<const std::byte>(b).subspan(off, kInodeSize), ino);
+  ASSERT_TRUE(n.ok());
+  n->nlink = 3;
+  EncodeInode(*n, std::span<std::byte>(b).subspan(off, kInodeSize));
+  Write(blk, b);
+  ExpectRepaired("set to 1");
+}
+
+TEST_F(FsckRepair, AnInodeNoDirectoryNamesIsReconnectedInLostAndFound) {
+  const std::uint64_t ino = MakeFile();
+  // The root's inline entry dropped: the file is in use, named by nothing.
+  ChangeRoot([](InodeCore* root) {
+    const std::string empty = EncodeLocalDir(root->ino, {});
+    root->literal = empty;
+    root->size = empty.size();
+  });
+  // Preen (-p: repair without clear_and_reconnect) leaves it to a person.
+  FsckReport preen = Check({.repair = true});
+  EXPECT_TRUE(Says(preen, "in no directory")) << All(preen);
+  EXPECT_EQ(preen.ExitCode(), 4) << All(preen);
+  ExpectRepaired("reconnected as /lost+found/#" + std::to_string(ino));
+  auto fs = Filesystem::MountDevice(&dev_, {});
+  ASSERT_TRUE(fs.ok());
+  auto lf = (*fs)->Lookup((*fs)->root(), "lost+found");
+  ASSERT_TRUE(lf.ok()) << lf.status().ToString();
+  auto st = (*fs)->Lookup(lf->st_ino, "#" + std::to_string(ino));
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ(st->st_nlink, 1u);
+  std::string data(8192, '\0');
+  auto n = (*fs)->Read(ino, 0, data.size(), data.data());
+  ASSERT_TRUE(n.ok() && *n == data.size());
+  EXPECT_EQ(data, std::string(8192, 'd'));
+  ASSERT_TRUE((*fs)->Unmount().ok());
 }
 
 }  // namespace

@@ -104,7 +104,7 @@ TEST_F(HostileLog, UndamagedImageRecoversEveryStepAndNorecoveryShowsNone) {
 TEST_F(HostileLog, UndamagedImageKeepsEveryStepThroughFsckL) {
   const BaseImage& base = Base();
   MemoryDevice dev(base.image);
-  auto fixed = fs::CheckImage(&dev, {.replay = true, .repair = true, .zero_log = true});
+  auto fixed = fs::CheckImage(&dev, {.replay = true, .repair = true, .clear_and_reconnect = true, .zero_log = true});
   ASSERT_TRUE(fixed.ok()) << fixed.status().ToString();
   for (const auto& p : fixed->problems) ADD_FAILURE() << p.message;
   auto fs = fs::Filesystem::MountDevice(&dev, {});

@@ -65,7 +65,7 @@ class LogRound {
   // read-write mount that keeps the durable set and survives the round.
   void Repair(std::vector<std::byte> image) {
     MemoryDevice dev(std::move(image));
-    auto fixed = fs::CheckImage(&dev, {.replay = true, .repair = true, .zero_log = true});
+    auto fixed = fs::CheckImage(&dev, {.replay = true, .repair = true, .clear_and_reconnect = true, .zero_log = true});
     if (!fixed.ok()) {
       Violation("fsck -L could not run: " + fixed.status().ToString());
       return;
