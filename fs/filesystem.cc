@@ -228,6 +228,7 @@ Status Filesystem::Start() {
   lo.iclog_bytes = options_.logbsize;
   lo.push_interval_ns = std::int64_t{options_.commit_interval_s} * 1'000'000'000;
   lo.lazy_push_ns = std::int64_t{options_.lazy_commit_ms} * 1'000'000;
+  lo.inline_force_io = options_.inline_force_io;
   lo.ignore = options_.norecovery;
   Result<std::unique_ptr<journal::Log>> opened = journal::Log::Open(lo);
   if (!opened.ok() && opened.status().IsCorruption()) {

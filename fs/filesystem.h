@@ -59,6 +59,10 @@ struct MountOptions {
   // cache outlives it), a power cut may.  0: off.  The mount's
   // `-o lazy_commit_ms=N` (0..1000).
   std::uint32_t lazy_commit_ms = 5;
+  // A log force writes the record it forces on the forcer's thread
+  // (journal::LogWriterOptions::inline_force_io); false: through the
+  // device's threads.  The mount's `-o force_io=inline|device`.
+  bool inline_force_io = true;
   bool io_uring = true;     // false: pread/pwrite
   // io_uring also for an image in memory (tmpfs, ramfs), where the default
   // is pread/pwrite (FileDeviceOptions::pwrite_in_memory); `-o io=uring`.

@@ -89,7 +89,8 @@ Result<std::unique_ptr<Log>> Log::Open(const LogOptions& options) {
                          // every record a power cut may lose lies in the
                          // window the next mount's head search scans.
                          .unstable_sectors = log->max_inflight_sectors_ -
-                                             options.iclog_bytes / kLogSectorSize}));
+                                             options.iclog_bytes / kLogSectorSize,
+                         .inline_force_io = options.inline_force_io}));
   // Tids only need to differ from those of records still in the log.
   std::uint32_t first_tid = std::random_device{}();
   if (first_tid == 0) first_tid = 1;

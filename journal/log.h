@@ -55,6 +55,7 @@ struct LogOptions {
   std::int64_t push_bytes = 0;            // CIL background push; 0: min(log/8, 32 MiB)
   std::int64_t push_interval_ns = 0;      // CilOptions::push_interval_ns; 0: off
   std::int64_t lazy_push_ns = 0;          // CilOptions::lazy_push_ns; 0: off
+  bool inline_force_io = true;            // LogWriterOptions::inline_force_io
   // Recomputes the checksums of a replayed block by its type (see
   // RecoverOptions::seal).  The filesystem passes fs::SealMetadataBlock.
   std::function<void(std::uint8_t type, std::span<std::byte> block)> seal{};

@@ -108,6 +108,15 @@ struct LogWriterOptions {
   // find holes in (Log passes RecoveryWindowSectors less one record).  0 or
   // less than the ring (logbufs x logbsize): the ring.
   std::uint32_t unstable_sectors = 0;
+  // fsync without hand-offs (XFS's xlog_sync called from xfs_log_force):
+  // a forced record whose last reference the forcer itself drops is
+  // written by the forcer, with the device's synchronous Write, and its
+  // completion processed on the forcer's thread -- its callbacks run there
+  // too -- instead of being submitted to the device's threads and the
+  // forcer woken by them.  Group commit is unchanged: forcers of a record
+  // switched out or being written wait for it as before.  false: every
+  // record through Submit (the comparison log_bench --force-io makes).
+  bool inline_force_io = true;
 };
 
 struct LogWriterStats {
@@ -128,6 +137,7 @@ struct LogWriterStats {
   std::uint64_t forces = 0;         // Force/ForceAll calls
   std::uint64_t force_switches = 0; // forces that switched out an active iclog
   std::uint64_t force_waits = 0;    // forces that waited for I/O
+  std::uint64_t inline_records = 0; // records a forcer wrote itself (inline_force_io)
   std::uint64_t iclog_waits = 0;    // writers that waited for a free iclog
   std::uint64_t overcommitted_bytes = 0;  // overhead the fund did not cover
   std::uint64_t returned_fund_bytes = 0;
@@ -212,9 +222,10 @@ class LogWriter {
   // after letting the lock go).
   void SetStateLocked(Iclog* ic, IclogState s, bool signal = true) REQUIRES(mu_);
   // Drops a writer's (or forcer's) reference; the last one syncs a
-  // switched-out iclog.
-  void Release(Iclog* ic) EXCLUDES(mu_);
-  void Sync(Iclog* ic) EXCLUDES(mu_);
+  // switched-out iclog.  `inline_io`: a forcer's, which writes it itself
+  // (LogWriterOptions::inline_force_io).
+  void Release(Iclog* ic, bool inline_io = false) EXCLUDES(mu_);
+  void Sync(Iclog* ic, bool inline_io = false) EXCLUDES(mu_);
   void PartDone(Iclog* ic, const Status& s) EXCLUDES(mu_);
   void ProcessCompletions() EXCLUDES(mu_);
   // Switches out the current iclog if it holds `lsn`; returns it (with a
@@ -256,6 +267,7 @@ class LogWriter {
   std::deque<Pending> pending_ GUARDED_BY(mu_);
   // The most written past stable_end_ (LogWriterOptions::unstable_sectors).
   const std::uint32_t unstable_sectors_;
+  const bool inline_force_io_;
   // The tail written in the last record; at first, the tail at open (its
   // writeback, recovery's, was flushed before the log opened).
   Lsn last_tail_ GUARDED_BY(mu_);

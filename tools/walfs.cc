@@ -60,6 +60,7 @@ struct Config {
   int ro = 0;
   int norecovery = 0;
   int sync_io = 0;   // io=sync: pread/pwrite instead of io_uring
+  int force_io_inline = 0, force_io_device = 0;  // force_io=inline|device
   int uring_io = 0;  // io=uring: io_uring even for an image in memory
   int fault_injection = 0;
   int discard = 0;
@@ -103,6 +104,8 @@ const fuse_opt kOptions[] = {
     WALFS_OPT("trace_poll", trace_poll),
     WALFS_OPT("norecovery", norecovery),
     WALFS_OPT("io=sync", sync_io),
+    WALFS_OPT("force_io=inline", force_io_inline),
+    WALFS_OPT("force_io=device", force_io_device),
     WALFS_OPT("io=uring", uring_io),
     WALFS_OPT("fault_injection", fault_injection),
     WALFS_OPT("discard", discard),
@@ -176,6 +179,8 @@ void Usage() {
       "  -o io=sync              pread/pwrite instead of io_uring (the default for an image in\n"
       "                          tmpfs or ramfs, where it is one thread hop fewer)\n"
       "  -o io=uring             io_uring wherever the image is\n"
+      "  -o force_io=device      a log force hands its write to the device's threads and waits\n"
+      "                          to be woken (default force_io=inline: the forcer writes it)\n"
       "  -o attr_timeout=S, entry_timeout=S, negative_timeout=S\n"
       "                          how long the kernel may cache attributes, names and names that\n"
       "                          do not exist (0..31536000 seconds, default 86400 each)\n"
@@ -304,6 +309,8 @@ int main(int argc, char** argv) {
   if (cfg.sync_io && cfg.uring_io) return Fail("-o io=sync and -o io=uring: choose one");
   mo.io_uring = !cfg.sync_io;
   mo.io_uring_in_memory = cfg.uring_io != 0;
+  if (cfg.force_io_inline && cfg.force_io_device) return Fail("-o force_io=inline and -o force_io=device: choose one");
+  mo.inline_force_io = cfg.force_io_device == 0;
   std::uint64_t n = mo.commit_interval_s;
   if (!ParseNumber("commit", cfg.commit, 0, 86400, &n, "seconds (0: no timed commits)")) return 1;
   mo.commit_interval_s = static_cast<std::uint32_t>(n);

@@ -17,6 +17,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -45,6 +46,9 @@ constexpr std::uint32_t kChange = 256;  // bytes each transaction changes
 struct Options {
   std::vector<int> threads{1, 2, 4, 8, 16, 32, 64};
   std::vector<std::string> engines{"io_uring", "sync"};
+  // inline: the forcer writes the record it forces (the default);
+  // device: through the device's threads, as before it.
+  std::vector<std::string> force_io{"inline", "device"};
   double seconds = 2.0;
   int reps = 3;
   int log_mib = 64;
@@ -65,7 +69,8 @@ struct CellResult {
   std::string device;
 };
 
-Result<CellResult> RunCell(const Options& o, const std::string& engine, int threads) {
+Result<CellResult> RunCell(const Options& o, const std::string& engine, const std::string& force_io,
+                           int threads) {
   const std::string path = fmt::format("{}/walfs_log_bench.{}.img", o.dir, ::getpid());
   const std::uint32_t meta_blocks = 64 + static_cast<std::uint32_t>(threads);
   const std::uint64_t log_offset = std::uint64_t{meta_blocks} * kBlockSize;
@@ -87,6 +92,7 @@ Result<CellResult> RunCell(const Options& o, const std::string& engine, int thre
   lo.device = dev.get();
   lo.log_offset = log_offset;
   lo.log_sectors = log_sectors;
+  lo.inline_force_io = force_io == "inline";
   WALFS_ASSIGN_OR_RETURN(std::unique_ptr<Log> log, Log::Open(lo));
   std::vector<std::unique_ptr<BufLogItem>> blocks;
   for (int t = 0; t < threads; ++t) {
@@ -162,6 +168,9 @@ int Main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "committing threads per cell")->check(cli::AtLeast(1));
   app.add_option("--engines", o.engines, "io_uring and/or sync (the pread/pwrite fallback)")
       ->check(CLI::IsMember({"io_uring", "sync"}));
+  app.add_option("--force-io", o.force_io,
+                 "inline (the forcer writes its record) and/or device (through the device's threads)")
+      ->check(CLI::IsMember({"inline", "device"}));
   app.add_option("--seconds", o.seconds, "run time per cell")->check(cli::Positive());
   app.add_option("--reps", o.reps, "repetitions (medians are reported)")->check(cli::AtLeast(1));
   app.add_option("--log-mib", o.log_mib, "log size in MiB")->check(cli::AtLeast(1));
@@ -180,49 +189,57 @@ int Main(int argc, char** argv) {
     std::vector<double> cps, mbps, factor, p50, p99, writes;
     std::string device;
   };
-  std::map<std::pair<std::string, int>, Acc> acc;
+  std::map<std::tuple<std::string, std::string, int>, Acc> acc;
   for (int rep = 0; rep < o.reps; ++rep) {
     for (int threads : o.threads) {
       for (const std::string& engine : o.engines) {
-        Result<CellResult> r = RunCell(o, engine, threads);
-        if (!r.ok()) {
-          fmt::print(stderr, "log_bench: {} threads, {}: {}\n", threads, engine,
-                     r.status().ToString());
-          return 1;
+        for (const std::string& fio : o.force_io) {
+          Result<CellResult> r = RunCell(o, engine, fio, threads);
+          if (!r.ok()) {
+            fmt::print(stderr, "log_bench: {} threads, {}, force_io {}: {}\n", threads, engine, fio,
+                       r.status().ToString());
+            return 1;
+          }
+          Acc& a = acc[{engine, fio, threads}];
+          a.cps.push_back(r->commits_per_s);
+          a.mbps.push_back(r->log_mb_per_s);
+          a.writes.push_back(static_cast<double>(r->log_writes));
+          a.factor.push_back(r->log_writes ? static_cast<double>(r->commits) /
+                                                 static_cast<double>(r->log_writes)
+                                           : 0.0);
+          a.p50.push_back(r->force_p50_us);
+          a.p99.push_back(r->force_p99_us);
+          a.device = r->device;
+          fmt::print(stderr, "  rep {} {:>8} {:>6} {:>2} threads: {:.0f} commits/s\n", rep + 1, engine, fio,
+                     threads, r->commits_per_s);
         }
-        Acc& a = acc[{engine, threads}];
-        a.cps.push_back(r->commits_per_s);
-        a.mbps.push_back(r->log_mb_per_s);
-        a.writes.push_back(static_cast<double>(r->log_writes));
-        a.factor.push_back(r->log_writes ? static_cast<double>(r->commits) /
-                                               static_cast<double>(r->log_writes)
-                                         : 0.0);
-        a.p50.push_back(r->force_p50_us);
-        a.p99.push_back(r->force_p99_us);
-        a.device = r->device;
-        fmt::print(stderr, "  rep {} {:>8} {:>2} threads: {:.0f} commits/s\n", rep + 1, engine,
-                   threads, r->commits_per_s);
       }
     }
   }
   for (const std::string& engine : o.engines) {
-    auto it = acc.find({engine, o.threads.front()});
+    auto it = acc.find({engine, o.force_io.front(), o.threads.front()});
     if (it != acc.end()) fmt::print("device ({}): {}\n", engine, it->second.device);
   }
-  Report report({"engine", "threads", "commits_per_s", "spread", "vs_sync", "log_mb_per_s",
-                 "log_writes_per_s", "tx_per_log_write", "force_p50_us", "force_p99_us"});
+  // vs_sync: against the sync engine with the same force_io; vs_device:
+  // against force_io=device with the same engine.
+  Report report({"engine", "force_io", "threads", "commits_per_s", "spread", "vs_sync", "vs_device",
+                 "log_mb_per_s", "log_writes_per_s", "tx_per_log_write", "force_p50_us", "force_p99_us"});
   for (int threads : o.threads) {
     for (const std::string& engine : o.engines) {
-      const Acc& a = acc[{engine, threads}];
-      const double cps = Median(a.cps);
-      const auto [mn, mx] = std::minmax_element(a.cps.begin(), a.cps.end());
-      const auto sync = acc.find({"sync", threads});
-      const double base = sync != acc.end() ? Median(sync->second.cps) : 0.0;
-      report.AddRow({Cell(engine), Cell(threads), Cell(cps, 0),
-                     Cell(fmt::format("{:.0f}-{:.0f}", *mn, *mx)),
-                     Cell(base > 0 ? cps / base : 0.0, 2), Cell(Median(a.mbps), 2),
-                     Cell(Median(a.writes) / o.seconds, 0), Cell(Median(a.factor), 2),
-                     Cell(Median(a.p50), 1), Cell(Median(a.p99), 1)});
+      for (const std::string& fio : o.force_io) {
+        const Acc& a = acc[{engine, fio, threads}];
+        const double cps = Median(a.cps);
+        const auto [mn, mx] = std::minmax_element(a.cps.begin(), a.cps.end());
+        const auto sync = acc.find({"sync", fio, threads});
+        const double base = sync != acc.end() ? Median(sync->second.cps) : 0.0;
+        const auto device = acc.find({engine, "device", threads});
+        const double dbase = device != acc.end() ? Median(device->second.cps) : 0.0;
+        report.AddRow({Cell(engine), Cell(fio), Cell(threads), Cell(cps, 0),
+                       Cell(fmt::format("{:.0f}-{:.0f}", *mn, *mx)), Cell(base > 0 ? cps / base : 0.0, 2),
+                       Cell(dbase > 0 ? cps / dbase : 0.0, 2), Cell(Median(a.mbps), 2),
+                       Cell(Median(a.writes) / o.seconds, 0), Cell(Median(a.factor), 2),
+                       Cell(Median(a.p50), 1), Cell(Median(a.p99), 1)});
+      }
     }
   }
   report.Print(stdout, fmt::format("log_bench: {} s cells, medians of {} run(s), image in {}",

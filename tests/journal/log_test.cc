@@ -41,6 +41,7 @@ std::unique_ptr<Log> OpenLog(BlockDevice* dev, std::uint32_t sectors = kSectors,
   if (extra.iclog_bytes != LogOptions{}.iclog_bytes) o.iclog_bytes = extra.iclog_bytes;
   if (extra.iclog_count != LogOptions{}.iclog_count) o.iclog_count = extra.iclog_count;
   o.push_interval_ns = extra.push_interval_ns;
+  o.inline_force_io = extra.inline_force_io;
   auto log = Log::Open(o);
   EXPECT_TRUE(log.ok()) << log.status().ToString();
   return log.ok() ? std::move(log).value() : nullptr;
@@ -229,7 +230,8 @@ TEST(Log, CommittersAreThrottledAtTwiceThePushThreshold) {
   MemoryDevice disk(ImageBytes(kSectors));
   testing::HoldingDevice dev(&disk);
   dev.Open();
-  testing::TestJournal log(OpenLog(&dev, kSectors, LogOptions{.push_bytes = 16 * 1024}), 8);
+  // The push thread's force through the device too, so that it stalls.
+  testing::TestJournal log(OpenLog(&dev, kSectors, LogOptions{.push_bytes = 16 * 1024, .inline_force_io = false}), 8);
   ASSERT_NE(log.get(), nullptr);
   // Stall log I/O, then push a first checkpoint: the push thread waits for
   // its commit record.

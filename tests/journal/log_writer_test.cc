@@ -29,7 +29,7 @@ constexpr std::int64_t kLogBytes = std::int64_t{kSectors} * kLogSectorSize;
 
 struct Fixture {
   explicit Fixture(BlockDevice* dev, std::uint32_t iclog_count = 4,
-                   std::function<Lsn()> tail = {}) {
+                   std::function<Lsn()> tail = {}, bool inline_force_io = true) {
     space = testing::MakeSpace(kLogBytes);
     LogWriterOptions o;
     o.region = LogRegion{dev, 0, kSectors};
@@ -40,6 +40,7 @@ struct Fixture {
     // of the log, so recovery reads everything written.
     o.tail_lsn = tail ? std::move(tail) : [] { return MakeLsn(1, 0); };
     o.on_error = [this](const Status& s) { error = s; };
+    o.inline_force_io = inline_force_io;
     auto w = LogWriter::Create(o);
     EXPECT_TRUE(w.ok()) << w.status().ToString();
     writer = std::move(w).value();
@@ -99,7 +100,9 @@ TEST(LogWriter, OpsComeBackAsRecoveryReadsThemEvenWhenSplitAcrossRecords) {
 TEST(LogWriter, CompletionsAreProcessedInLsnOrderWhateverOrderTheDeviceFinishes) {
   MemoryDevice mem(std::uint64_t{kSectors} * kLogSectorSize);
   testing::HoldingDevice dev(&mem);
-  Fixture f(&dev, /*iclog_count=*/4);
+  // Every record through the device, the forced one too, so that the
+  // device can finish them newest first.
+  Fixture f(&dev, /*iclog_count=*/4, {}, /*inline_force_io=*/false);
   std::mutex mu;
   std::vector<Lsn> done_order;
   const auto body = Bodies(1, 15000, 'x');  // one record per write
@@ -122,10 +125,53 @@ TEST(LogWriter, CompletionsAreProcessedInLsnOrderWhateverOrderTheDeviceFinishes)
   EXPECT_EQ(f.writer->durable_lsn(), done_order.back());
 }
 
+// fsync without hand-offs: the forcer writes the record it forces itself
+// and processes its completion on its own thread -- but in LSN order still:
+// with the records before it held by the device, its callback waits for
+// theirs, and the force returns once all three are durable.
+TEST(LogWriter, AForcerWritesItsRecordItselfAndItCompletesAfterTheRecordsBeforeIt) {
+  MemoryDevice mem(std::uint64_t{kSectors} * kLogSectorSize);
+  testing::HoldingDevice dev(&mem);
+  Fixture f(&dev, /*iclog_count=*/4);
+  std::mutex mu;
+  std::vector<Lsn> done_order;
+  const auto body = Bodies(1, 15000, 'x');  // one record per write
+  for (std::uint32_t tid = 1; tid <= 3; ++tid) {
+    auto ops = Ops(tid, body);
+    auto r = f.writer->Write(ops, 1 << 20, true, [&](const Status& s, const WriteResult& res) {
+      EXPECT_TRUE(s.ok());
+      std::lock_guard<std::mutex> l(mu);
+      done_order.push_back(res.end_lsn);
+    });
+    ASSERT_TRUE(r.ok());
+  }
+  std::atomic<bool> forced{false};
+  std::thread forcer([&] {
+    EXPECT_TRUE(f.writer->ForceAll().ok());
+    forced = true;
+  });
+  // The first two records (switched out full by their writers) are held;
+  // the third is the forcer's, written on its thread.
+  ASSERT_TRUE(testing::Eventually([&] { return f.writer->Stats().inline_records == 1; }));
+  EXPECT_EQ(dev.held(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  {
+    std::lock_guard<std::mutex> l(mu);
+    EXPECT_TRUE(done_order.empty()) << "a record completed before the records ahead of it";
+  }
+  EXPECT_FALSE(forced.load());
+  dev.ReleaseAll();  // newest first
+  forcer.join();
+  ASSERT_EQ(done_order.size(), 3u);
+  EXPECT_TRUE(std::is_sorted(done_order.begin(), done_order.end()));
+  EXPECT_EQ(f.writer->durable_lsn(), done_order.back());
+  EXPECT_EQ(f.writer->Stats().inline_records, 1u);
+}
+
 TEST(LogWriter, AWriterWaitsForAFreeIclogWhenAllAreInFlight) {
   MemoryDevice mem(std::uint64_t{kSectors} * kLogSectorSize);
   testing::HoldingDevice dev(&mem);
-  Fixture f(&dev, /*iclog_count=*/2);
+  Fixture f(&dev, /*iclog_count=*/2, {}, /*inline_force_io=*/false);
   const auto body = Bodies(1, 15000, 'y');
   auto ops = Ops(1, body);
   ASSERT_TRUE(f.writer->Write(ops, 1 << 20, true, {}).ok());
