@@ -167,16 +167,21 @@ Status BlockDevice::Flush() {
   return s;
 }
 
-Status BlockDevice::Discard(std::uint64_t offset, std::uint64_t len) {
+Status BlockDevice::CheckRange(std::string_view what, std::uint64_t offset, std::uint64_t len) {
   // Written so that offset + len cannot overflow.
   const std::uint64_t size = size_bytes();
   if (offset > size || len > size - offset)
     return Refuse(Status::InvalidArgument(fmt::format(
-        "discard [{}, +{}) is beyond the end of the device ({} bytes)", offset, len, size)));
+        "{} [{}, +{}) is beyond the end of the device ({} bytes)", what, offset, len, size)));
   const std::uint64_t mask = logical_block_size_ - 1;
   if ((offset & mask) != 0 || (len & mask) != 0)
     return Refuse(Status::InvalidArgument(fmt::format(
-        "discard [{}, +{}): not aligned to the {}-byte sector", offset, len, logical_block_size_)));
+        "{} [{}, +{}): not aligned to the {}-byte sector", what, offset, len, logical_block_size_)));
+  return Status::Ok();
+}
+
+Status BlockDevice::Discard(std::uint64_t offset, std::uint64_t len) {
+  WALFS_RETURN_IF_ERROR(CheckRange("discard", offset, len));
   if (len == 0) return Status::Ok();
   discards_.fetch_add(1, std::memory_order_relaxed);
   Status s = DoDiscard(offset, len);
@@ -185,14 +190,7 @@ Status BlockDevice::Discard(std::uint64_t offset, std::uint64_t len) {
 }
 
 Status BlockDevice::Zero(std::uint64_t offset, std::uint64_t len) {
-  const std::uint64_t size = size_bytes();
-  if (offset > size || len > size - offset)
-    return Refuse(Status::InvalidArgument(fmt::format(
-        "zeroing [{}, +{}) is beyond the end of the device ({} bytes)", offset, len, size)));
-  const std::uint64_t mask = logical_block_size_ - 1;
-  if ((offset & mask) != 0 || (len & mask) != 0)
-    return Refuse(Status::InvalidArgument(fmt::format(
-        "zeroing [{}, +{}): not aligned to the {}-byte sector", offset, len, logical_block_size_)));
+  WALFS_RETURN_IF_ERROR(CheckRange("zeroing", offset, len));
   if (len == 0) return Status::Ok();
   return DoZero(offset, len);
 }

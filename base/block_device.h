@@ -220,6 +220,8 @@ class BlockDevice {
 
  private:
   Status Refuse(Status s);
+  // Discard's and Zero's checks: inside the device, sector-aligned.
+  Status CheckRange(std::string_view what, std::uint64_t offset, std::uint64_t len);
   void Count(const IoRequest& req);
   std::uint64_t NextFlushTicket() { return flush_tickets_.fetch_add(1, std::memory_order_acq_rel) + 1; }
   void FlushDone(std::uint64_t ticket);

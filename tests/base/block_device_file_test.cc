@@ -145,6 +145,27 @@ TEST_P(FileDeviceEngine, DiscardPunchesAHoleThatReadsAsZerosAndFreesTheFilesBloc
   EXPECT_EQ(dev_->Discard(kFileBytes - 4096, 8192).code(), StatusCode::kInvalidArgument);
 }
 
+// Zero (mkfs's log): a hole on an image file -- zeros that cost no space --
+// and the same range checks as Discard.
+TEST_P(FileDeviceEngine, ZeroMakesTheRangeReadAsZerosWithoutWritingThem) {
+  const std::vector<std::byte> data = Pattern(kFileBytes, 5);
+  ASSERT_TRUE(dev_->Write(0, data.data(), data.size()).ok());
+  ASSERT_TRUE(dev_->Flush().ok());
+  struct stat before {};
+  ASSERT_EQ(::stat(file_->path().c_str(), &before), 0);
+  const std::uint64_t written = dev_->stats().bytes_written;
+  ASSERT_TRUE(dev_->Zero(64 << 10, 512 << 10).ok());
+  EXPECT_EQ(file_->Contents(64 << 10, 512 << 10), std::vector<std::byte>(512 << 10));
+  EXPECT_EQ(file_->Contents(0, 64 << 10), std::vector<std::byte>(data.begin(), data.begin() + (64 << 10)));
+  struct stat after {};
+  ASSERT_EQ(::stat(file_->path().c_str(), &after), 0);
+  EXPECT_EQ(after.st_size, before.st_size);
+  if (dev_->stats().bytes_written == written)  // punched, not written
+    EXPECT_LE(after.st_blocks, before.st_blocks - (512 << 10) / 512 + 64);
+  EXPECT_EQ(dev_->Zero(kFileBytes - 4096, 8192).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(dev_->Zero(100, 512).code(), StatusCode::kInvalidArgument);
+}
+
 TEST_P(FileDeviceEngine, BatchedRequestsRoundTripWithEveryFlag) {
   std::vector<std::vector<std::byte>> data;
   for (unsigned i = 0; i < 8; ++i) data.push_back(Pattern(8192, i));

@@ -24,6 +24,7 @@
 #include "fs/fsck.h"
 #include "fs/fsck_log.h"
 #include "fs/mkfs.h"
+#include "tests/fs/quiet_mount.h"
 
 namespace walfs::fs {
 namespace {
@@ -31,12 +32,7 @@ namespace {
 constexpr std::uint64_t kMiB = 1ull << 20;
 constexpr int kOldFiles = 300;
 
-MountOptions Quiet() {
-  MountOptions o;
-  o.commit_interval_s = 0;
-  o.lazy_commit_ms = 0;
-  return o;
-}
+MountOptions Quiet() { return testing::QuietMount(); }
 
 std::string Content(int i) { return "old file " + std::to_string(i) + std::string(100 + i, 'o'); }
 

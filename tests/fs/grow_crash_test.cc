@@ -17,18 +17,14 @@
 #include "fs/filesystem.h"
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
+#include "tests/fs/quiet_mount.h"
 
 namespace walfs::fs {
 namespace {
 
 constexpr std::uint64_t kMiB = 1ull << 20;
 
-MountOptions Quiet() {
-  MountOptions o;
-  o.commit_interval_s = 0;
-  o.lazy_commit_ms = 0;
-  return o;
-}
+MountOptions Quiet() { return testing::QuietMount(); }
 
 TEST(GrowCrash, EveryCrashStateOfAGrowRecoversTheOldOrTheNewGeometryAndFsckIsClean) {
   MemoryDevice disk(16 * kMiB);

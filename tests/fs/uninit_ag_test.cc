@@ -16,6 +16,7 @@
 #include "fs/format/ag_format.h"
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
+#include "tests/fs/quiet_mount.h"
 
 namespace walfs::fs {
 namespace {
@@ -25,12 +26,7 @@ using format::Superblock;
 
 constexpr std::uint64_t kMiB = 1ull << 20;
 
-MountOptions Quiet() {
-  MountOptions o;
-  o.commit_interval_s = 0;
-  o.lazy_commit_ms = 0;
-  return o;
-}
+MountOptions Quiet() { return testing::QuietMount(); }
 
 // One AG of 1 KiB blocks: a bitmap block covers 7,808 blocks (7.6 MiB) and
 // an inode-map block 61 chunks (3,904 inodes), so small loads cross both.

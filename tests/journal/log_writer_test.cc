@@ -97,6 +97,21 @@ TEST(LogWriter, OpsComeBackAsRecoveryReadsThemEvenWhenSplitAcrossRecords) {
   EXPECT_EQ(s.overcommitted_bytes, 0u);
 }
 
+// Three transactions of a record each, durable ones; each callback adds
+// its record's LSN to *done (under *mu).
+void WriteThreeRecords(Fixture* f, std::mutex* mu, std::vector<Lsn>* done) {
+  const auto body = Bodies(1, 15000, 'x');  // one record per write
+  for (std::uint32_t tid = 1; tid <= 3; ++tid) {
+    auto ops = Ops(tid, body);
+    auto r = f->writer->Write(ops, 1 << 20, true, [mu, done](const Status& s, const WriteResult& res) {
+      EXPECT_TRUE(s.ok());
+      std::lock_guard<std::mutex> l(*mu);
+      done->push_back(res.end_lsn);
+    });
+    ASSERT_TRUE(r.ok());
+  }
+}
+
 TEST(LogWriter, CompletionsAreProcessedInLsnOrderWhateverOrderTheDeviceFinishes) {
   MemoryDevice mem(std::uint64_t{kSectors} * kLogSectorSize);
   testing::HoldingDevice dev(&mem);
@@ -105,16 +120,7 @@ TEST(LogWriter, CompletionsAreProcessedInLsnOrderWhateverOrderTheDeviceFinishes)
   Fixture f(&dev, /*iclog_count=*/4, {}, /*inline_force_io=*/false);
   std::mutex mu;
   std::vector<Lsn> done_order;
-  const auto body = Bodies(1, 15000, 'x');  // one record per write
-  for (std::uint32_t tid = 1; tid <= 3; ++tid) {
-    auto ops = Ops(tid, body);
-    auto r = f.writer->Write(ops, 1 << 20, true, [&](const Status& s, const WriteResult& res) {
-      EXPECT_TRUE(s.ok());
-      std::lock_guard<std::mutex> l(mu);
-      done_order.push_back(res.end_lsn);
-    });
-    ASSERT_TRUE(r.ok());
-  }
+  WriteThreeRecords(&f, &mu, &done_order);
   // Get the last one out too, without waiting (the device holds everything).
   std::thread forcer([&] { EXPECT_TRUE(f.writer->ForceAll().ok()); });
   ASSERT_TRUE(testing::Eventually([&] { return dev.held() >= 3; }));
@@ -135,16 +141,7 @@ TEST(LogWriter, AForcerWritesItsRecordItselfAndItCompletesAfterTheRecordsBeforeI
   Fixture f(&dev, /*iclog_count=*/4);
   std::mutex mu;
   std::vector<Lsn> done_order;
-  const auto body = Bodies(1, 15000, 'x');  // one record per write
-  for (std::uint32_t tid = 1; tid <= 3; ++tid) {
-    auto ops = Ops(tid, body);
-    auto r = f.writer->Write(ops, 1 << 20, true, [&](const Status& s, const WriteResult& res) {
-      EXPECT_TRUE(s.ok());
-      std::lock_guard<std::mutex> l(mu);
-      done_order.push_back(res.end_lsn);
-    });
-    ASSERT_TRUE(r.ok());
-  }
+  WriteThreeRecords(&f, &mu, &done_order);
   std::atomic<bool> forced{false};
   std::thread forcer([&] {
     EXPECT_TRUE(f.writer->ForceAll().ok());
