@@ -178,8 +178,10 @@ class Checker {
         return Status::Ok();
       }));
     }
-    for (const auto& [dir, names] : dangling_) {
-      Status s = RewriteInode(dir, [&](InodeCore* n) -> Status {
+    for (const auto& entry : dangling_) {
+      // Not a structured binding: a lambda may not capture one (C++20).
+      const auto& names = entry.second;
+      Status s = RewriteInode(entry.first, [&](InodeCore* n) -> Status {
         const std::uint32_t room = n->fork_off ? n->fork_off : kLiteralSize;
         std::uint64_t parent = 0;
         std::vector<DirEntry> entries;
