@@ -154,12 +154,13 @@ class Checker {
     return dev_->Write(block * sb.block_size, b.data(), b.size());
   }
 
-  // -y's repairs of the namespace, after the tree and the link counts were
-  // checked: entries naming inodes not in use are dropped from inline
-  // directories (a B+tree directory's are reported: walfs has no offline
-  // B+tree editor), then every inode the tree reached gets the link count
-  // of the links found to it.  Inodes nothing reaches are reported, not
-  // freed: their data may be all that is left of a file.
+  // -y's repairs of the namespace made here, after the tree and the link
+  // counts were checked: directories whose B+tree cannot be read are
+  // emptied, entries naming inodes not in use are dropped from inline
+  // directories, and every inode the tree reached gets the link count of
+  // the links found to it.  A B+tree directory's entries and the inodes
+  // nothing reaches are left to the repairs through a mount (CheckImage:
+  // walfs has no offline B+tree editor); nothing reachable is freed.
   Status RepairNamespace() {
     for (const std::uint64_t dir : empties_) {
       WALFS_RETURN_IF_ERROR(RewriteInode(dir, [&](InodeCore* n) -> Status {
