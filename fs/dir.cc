@@ -129,6 +129,12 @@ void DirIndex::InitLocal(InodeCore* dir, std::uint64_t parent) {
   WriteLocal(dir, LocalDir{parent, {}});
 }
 
+void DirIndex::SetLocal(InodeCore* dir, std::uint64_t parent, const std::vector<format::DirEntry>& entries) {
+  dir->format = ForkFormat::kLocal;
+  dir->literal.resize(format::kLiteralSize, '\0');
+  WriteLocal(dir, LocalDir{parent, entries});
+}
+
 std::uint64_t DirIndex::Parent(const InodeCore& dir) const {
   if (dir.format == ForkFormat::kBtree) return DecodeFixed64(dir.literal.data() + kParentOffset);
   return DecodeFixed64(dir.literal.data());

@@ -77,6 +77,9 @@ class DirIndex {
   Status Destroy(FsTransaction* tx, format::InodeCore* dir);
   // An empty inline directory's data fork.
   static void InitLocal(format::InodeCore* dir, std::uint64_t parent);
+  // Makes `dir` an inline directory holding `entries`, its size set and its
+  // xattr fork's root kept (fsck's repairs; entries must fit the data fork).
+  static void SetLocal(format::InodeCore* dir, std::uint64_t parent, const std::vector<format::DirEntry>& entries);
   // Blocks of a directory's index (fsck, nblocks).
   Status ForEachBlock(const format::InodeCore& dir, const std::function<void(std::uint64_t)>& fn) const;
 

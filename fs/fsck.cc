@@ -164,16 +164,7 @@ class Checker {
   Status RepairNamespace() {
     for (const std::uint64_t dir : empties_) {
       WALFS_RETURN_IF_ERROR(RewriteInode(dir, [&](InodeCore* n) -> Status {
-        const std::uint64_t parent = DecodeFixed64(n->literal.data() + 16);
-        const std::string local = EncodeLocalDir(parent, {});
-        std::string literal = n->literal;
-        literal.resize(kLiteralSize, '\0');
-        const std::uint32_t room = n->fork_off ? n->fork_off : kLiteralSize;
-        std::fill(literal.begin(), literal.begin() + room, '\0');
-        std::copy(local.begin(), local.end(), literal.begin());
-        n->literal = std::move(literal);
-        n->format = ForkFormat::kLocal;
-        n->size = local.size();
+        DirIndex::SetLocal(n, DecodeFixed64(n->literal.data() + 16), {});  // a B+tree's parent at byte 16
         n->nlink = 2;
         if (n->fork_off == 0) n->nblocks = 0;
         return Status::Ok();
@@ -191,13 +182,7 @@ class Checker {
         std::erase_if(entries, [&](const DirEntry& e) {
           return std::any_of(names.begin(), names.end(), [&](const auto& d) { return d.first == e.name; });
         });
-        const std::string local = EncodeLocalDir(parent, entries);
-        std::string literal = n->literal;
-        literal.resize(kLiteralSize, '\0');
-        std::fill(literal.begin(), literal.begin() + room, '\0');
-        std::copy(local.begin(), local.end(), literal.begin());
-        n->literal = std::move(literal);
-        n->size = local.size();
+        DirIndex::SetLocal(n, parent, entries);
         return Status::Ok();
       });
       if (!s.ok()) continue;  // left reported
@@ -508,6 +493,38 @@ class Checker {
       Problem(fmt::format("inode {}: a default ACL on a non-directory", ino));
   }
 
+  // The inodes of chunk block `blkno` (read into *b) that do not decode:
+  // a CRC alone wrong is recomputed, anything else is cleared (never the
+  // root's); the block is written back, and *b holds it, if any changed.
+  Status RepairUnreadableInodes(std::uint64_t blkno, std::vector<std::byte>* b) {
+    const Superblock& sb = r_->sb;
+    std::uint32_t changed = 0;
+    for (std::uint32_t s = 0; s < sb.inodes_per_block(); ++s) {
+      const std::uint64_t ino = blkno * sb.inodes_per_block() + s;
+      const std::span<std::byte> slot = std::span<std::byte>(*b).subspan(std::size_t{s} * kInodeSize, kInodeSize);
+      Result<InodeCore> inode = DecodeInode(slot, ino);
+      if (inode.ok()) continue;
+      // Only its CRC wrong, everything else sound: the CRC is recomputed
+      // (e2fsck's answer to a bad inode checksum).
+      std::vector<std::byte> resealed(*b);
+      SealInodeBlock(resealed);
+      const std::span<std::byte> fixed = std::span<std::byte>(resealed).subspan(std::size_t{s} * kInodeSize, kInodeSize);
+      if (DecodeInode(fixed, ino).ok()) {
+        std::copy(fixed.begin(), fixed.end(), slot.begin());
+        r_->problems.push_back(
+            {fmt::format("{}: checksum recomputed (the inode reads otherwise)", inode.status().message()), true});
+        ++changed;
+        continue;
+      }
+      if (ino == sb.root_ino) continue;  // never cleared: reported, left to a person
+      r_->problems.push_back({fmt::format("{}: cleared (a free inode now)", inode.status().message()), true});
+      EncodeInode(FreeInode(ino, 0), slot);
+      ++changed;
+    }
+    if (changed == 0) return Status::Ok();
+    return dev_->Write(blkno * sb.block_size, b->data(), b->size());
+  }
+
   // With `repair`, the chunk's inodes are the truth for its map record
   // (*rec): an inode that decodes is free or in use as it says -- an inode
   // in use that the map called free would be handed out again over a live
@@ -522,39 +539,9 @@ class Checker {
     const std::uint64_t first = sb.AgStart(agno) + rec->start;
     Claim(first, sb.blocks_per_chunk(), fmt::format("the inode chunk at block {}", first));
     std::vector<std::byte> b;
-    if (o_.clear_and_reconnect) {
-      for (std::uint32_t bi = 0; bi < sb.blocks_per_chunk(); ++bi) {
-        WALFS_RETURN_IF_ERROR(ReadBlock(first + bi, &b));
-        std::uint32_t cleared = 0;
-        for (std::uint32_t s = 0; s < sb.inodes_per_block(); ++s) {
-          const std::uint64_t ino = (first + bi) * sb.inodes_per_block() + s;
-          const std::span<std::byte> slot = std::span<std::byte>(b).subspan(std::size_t{s} * kInodeSize, kInodeSize);
-          Result<InodeCore> inode = DecodeInode(slot, ino);
-          if (inode.ok()) continue;
-          // Only its CRC wrong, everything else sound: the CRC is
-          // recomputed (e2fsck's answer to a bad inode checksum).
-          std::vector<std::byte> resealed(b);
-          SealInodeBlock(resealed);
-          const std::span<std::byte> fixed =
-              std::span<std::byte>(resealed).subspan(std::size_t{s} * kInodeSize, kInodeSize);
-          if (DecodeInode(fixed, ino).ok()) {
-            std::copy(fixed.begin(), fixed.end(), slot.begin());
-            r_->problems.push_back({fmt::format("{}: checksum recomputed (the inode reads otherwise)",
-                                                inode.status().message()),
-                                    true});
-            ++cleared;
-            continue;
-          }
-          if (ino == sb.root_ino) continue;  // never cleared: reported, left to a person
-          r_->problems.push_back({fmt::format("{}: cleared (a free inode now)", inode.status().message()), true});
-          EncodeInode(FreeInode(ino, 0), slot);
-          ++cleared;
-        }
-        if (cleared) WALFS_RETURN_IF_ERROR(dev_->Write((first + bi) * sb.block_size, b.data(), b.size()));
-      }
-    }
     for (std::uint32_t bi = 0; bi < sb.blocks_per_chunk(); ++bi) {
       WALFS_RETURN_IF_ERROR(ReadBlock(first + bi, &b));
+      if (o_.clear_and_reconnect) WALFS_RETURN_IF_ERROR(RepairUnreadableInodes(first + bi, &b));
       for (std::uint32_t s = 0; s < sb.inodes_per_block(); ++s) {
         const std::uint32_t index = bi * sb.inodes_per_block() + s;
         const std::uint64_t ino = (first + bi) * sb.inodes_per_block() + s;
