@@ -138,6 +138,16 @@ int ProcessArg(void* data, const char* arg, int key, fuse_args*) {
     cfg->ro = 1;
     return 1;  // and the kernel mount is read-only too
   }
+  // walfs's own choices with a value not among them (the valid ones were
+  // matched by kOptions): named here, not left to libfuse's "unknown option".
+  if (key == FUSE_OPT_KEY_OPT) {
+    const std::string_view a(arg);
+    if (a.starts_with("io=") || a.starts_with("force_io=")) {
+      std::fprintf(stderr, "walfs: %s: must be %s\n", arg,
+                   a.starts_with("io=") ? "io=sync or io=uring" : "force_io=inline or force_io=device");
+      return -1;
+    }
+  }
   return 1;
 }
 

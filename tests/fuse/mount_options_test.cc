@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
+#include <utility>
 
 #include "tests/fuse/mount_fixture.h"
 
@@ -53,6 +55,18 @@ TEST_F(MountOptions, NumbersOutsideTheirRangeAreRefusedWithTheRange) {
     EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.out;
     const std::string name = std::string(bad).substr(0, std::string(bad).find('='));
     EXPECT_NE(r.out.find(std::string(bad) + ": must be a whole number from"), std::string::npos) << r.out;
+    EXPECT_EQ(ProcMountsLine(dir_), "") << bad << " mounted";
+  }
+}
+
+TEST_F(MountOptions, AChoiceOutsideItsValuesIsRefusedNamingThem) {
+  for (const auto& [bad, says] : std::vector<std::pair<std::string, std::string>>{
+           {"io=fast", "io=fast: must be io=sync or io=uring"},
+           {"force_io=bogus", "force_io=bogus: must be force_io=inline or force_io=device"},
+           {"force_io=inline,force_io=device", "choose one"}}) {
+    const ToolRun r = RunTool(Walfs() + " " + ImagePath() + " " + dir_ + " -f -o " + bad);
+    EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.out;
+    EXPECT_NE(r.out.find(says), std::string::npos) << bad << ": " << r.out;
     EXPECT_EQ(ProcMountsLine(dir_), "") << bad << " mounted";
   }
 }
