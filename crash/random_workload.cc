@@ -20,7 +20,7 @@ Status RandomWorkload::Step() {
   if (r < 12) return CreateOp(true);
   if (r < 15) return MakeDirOp();
   if (r < 43) return WriteOp();
-  if (r < 50) return TruncateOp();
+  if (r < 50) return options_.preallocate && P(0.5) ? FallocateOp() : TruncateOp();
   if (r < 59) return RenameOp();
   if (r < 63) return LinkOp();
   if (r < 69) return UnlinkOp();
@@ -68,6 +68,17 @@ Status RandomWorkload::TruncateOp() {
   const std::uint64_t size = f.data.size();
   const std::uint64_t to = P(0.6) ? R(size + 1) : std::min(kMaxFileSize, size + R(65536));
   return Truncate(f.fid, to);
+}
+
+Status RandomWorkload::FallocateOp() {
+  const std::vector<int> v = Files(true, false);
+  if (v.empty()) return Status::Ok();
+  const File& f = h_.files[Pick(v)];
+  if (f.lookups == 0 && f.names.empty()) return Status::Ok();
+  // Over the file's end or inside it; a few blocks to a few dozen.
+  const std::uint64_t off = std::min(kMaxFileSize - 1, P(0.5) ? R(f.data.size() + 1) : R(kMaxFileSize));
+  const std::uint64_t len = std::min(kMaxFileSize - off, 1 + R(98304));
+  return Fallocate(f.fid, off, len, P(0.5));
 }
 
 Status RandomWorkload::RenameOp() {

@@ -1,6 +1,7 @@
 // RandomWorkload: a long seeded random POSIX workload -- creates, mkdir and
 // rmdir, symlinks (inline and block targets), sparse, unaligned, appending
-// and overwriting writes, truncates up and down, renames within and across
+// and overwriting writes, truncates up and down (and, with `preallocate`,
+// fallocates that writes then land in), renames within and across
 // directories and over existing files, links, unlinks, xattrs,
 // fsync/fdatasync, and forgets (the kernel dropping an inode).
 #pragma once
@@ -18,6 +19,10 @@ struct RandomWorkloadOptions {
   // see FsyncAfterTheInodeWasForgottenForcesItsChanges.
   bool forget_linked = true;
   bool low_lsn = false;  // see Content
+  // Half the truncates become fallocates (with and without KEEP_SIZE), so
+  // that writes land in unwritten extents (a seed's operations differ from
+  // the same seed's without).
+  bool preallocate = false;
 };
 
 class RandomWorkload final : public Workload {
@@ -37,6 +42,7 @@ class RandomWorkload final : public Workload {
   Status MakeDirOp();
   Status WriteOp();
   Status TruncateOp();
+  Status FallocateOp();
   Status RenameOp();
   Status LinkOp();
   Status UnlinkOp();

@@ -65,7 +65,7 @@ RunResult RunCrashTest(const RunOptions& options) {
   if (options.workload == WorkloadKind::kRandom) {
     w = std::make_unique<RandomWorkload>(
         options.seed, RandomWorkloadOptions{.ops = options.ops, .forget_linked = options.forget_linked,
-                                            .low_lsn = options.low_lsn});
+                                            .low_lsn = options.low_lsn, .preallocate = options.preallocate});
   } else {
     auto s = std::make_unique<ShortWorkload>(options.seed);
     r.sequence = DescribeSequence(s->sequence());

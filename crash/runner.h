@@ -25,6 +25,7 @@ struct RunOptions {
   // RandomWorkloadOptions
   bool forget_linked = true;
   bool low_lsn = false;
+  bool preallocate = false;
   // Mount with -o discard: every crash state must still hold every fsynced
   // file, so no discard may have hit a block a recovered file owns.
   bool discard = false;

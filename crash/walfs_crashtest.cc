@@ -39,6 +39,7 @@ std::string Rerun(const RunOptions& o, int default_ops) {
       fmt::format("walfs-crashtest --workload {} --seed {}", walfs::crash::WorkloadName(o.workload), o.seed);
   if (o.workload == WorkloadKind::kRandom && o.ops != default_ops) cmd += fmt::format(" --ops {}", o.ops);
   if (o.samples != RunOptions{}.samples) cmd += fmt::format(" --samples {}", o.samples);
+  if (o.preallocate) cmd += " --preallocate";
   return cmd;
 }
 
@@ -52,7 +53,7 @@ int main(int argc, char** argv) {
   int seeds = 0, random_seeds = 0, short_seeds = 0;
   std::string workload = "all";
   int ops = 0, samples = 40;
-  bool quick = false, verbose = false;
+  bool quick = false, verbose = false, preallocate = false;
   std::string json;
   app.add_option("--seed", seed, "Run this seed (with --seeds: the first of the range)");
   app.add_option("--seeds", seeds, "Run this many seeds, from --seed or 1")->check(walfs::cli::AtLeast(1));
@@ -66,6 +67,8 @@ int main(int argc, char** argv) {
       ->check(walfs::cli::AtLeast(1));
   app.add_option("--samples", samples, "Reordered crash states per random run (short runs: a quarter)")
       ->check(walfs::cli::AtLeast(0));
+  app.add_flag("--preallocate", preallocate,
+               "Random runs also fallocate (half their truncates), so writes land in unwritten extents");
   app.add_flag("--quick", quick,
                fmt::format("Bounded run (under a minute): random seeds 1..{}, short seeds 1..{} (seq-1); "
                            "without it 3 seeds of each",
@@ -84,7 +87,8 @@ int main(int argc, char** argv) {
     const std::uint64_t first = seed ? seed : 1;
     const int n = count ? count : seeds ? seeds : (seed ? 1 : (quick ? quick_seeds : 3));
     for (int i = 0; i < n; ++i)
-      runs.push_back({.workload = k, .seed = first + static_cast<std::uint64_t>(i), .ops = ops, .samples = samples});
+      runs.push_back({.workload = k, .seed = first + static_cast<std::uint64_t>(i), .ops = ops, .samples = samples,
+                      .preallocate = preallocate});
   };
   if (workload != "short") add(WorkloadKind::kRandom, random_seeds, kQuickRandomSeeds);
   if (workload != "random") add(WorkloadKind::kShort, short_seeds, kQuickShortSeeds);

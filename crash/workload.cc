@@ -1,5 +1,6 @@
 #include "crash/workload.h"
 
+#include <linux/falloc.h>
 #include <linux/fs.h>
 #include <sys/stat.h>
 
@@ -316,6 +317,22 @@ Status Workload::Truncate(int fid, std::uint64_t to) {
   f.data.resize(to, '\0');
   Changed(f, start, /*zeroes=*/true);
   Log(start, text, to != size ? std::vector<std::uint64_t>{f.ino} : std::vector<std::uint64_t>{}, false);
+  return Status::Ok();
+}
+
+Status Workload::Fallocate(int fid, std::uint64_t off, std::uint64_t len, bool keep_size) {
+  File& f = h_.files[fid];
+  WALFS_RETURN_IF_ERROR(Hold(f));
+  const std::uint64_t size = f.data.size();
+  const std::size_t start = Now();
+  Status s = fs_->Fallocate(f.ino, keep_size ? FALLOC_FL_KEEP_SIZE : 0, off, len);
+  const std::string text = fmt::format("fallocate{} f{} [{}, {})", keep_size ? " keep_size" : "", f.fid, off, off + len);
+  if (!s.ok()) return Failed(text, s);
+  const bool grows = !keep_size && off + len > size;
+  if (grows) f.data.resize(off + len, '\0');
+  Changed(f, start, /*zeroes=*/true);
+  Log(start, fmt::format("{} -> size {}", text, f.data.size()),
+      grows ? std::vector<std::uint64_t>{f.ino} : std::vector<std::uint64_t>{}, false);
   return Status::Ok();
 }
 

@@ -65,6 +65,10 @@ class Workload {
   Result<int> MakeDir(int parent, const std::string& name);
   Status Write(int fid, std::uint64_t off, std::uint64_t len);
   Status Truncate(int fid, std::uint64_t to);
+  // fallocate(2) of [off, off + len): mode 0 (the size grows to the end) or
+  // FALLOC_FL_KEEP_SIZE.  The bytes do not change; what is allocated reads
+  // as zeros until a write (an unwritten extent, docs/fs.md "Data").
+  Status Fallocate(int fid, std::uint64_t off, std::uint64_t len, bool keep_size);
   // Renames src to dst (over a file there unless `flags` says otherwise);
   // RENAME_EXCHANGE swaps two files.  A file renamed over that has no name
   // left is forgotten when `drop_victim`.  Names are taken by value: callers

@@ -147,24 +147,10 @@ Status FileMap::Insert(FsTransaction* tx, InodeCore* file, const Extent& e) {
 Status FileMap::Map(FsTransaction* tx, InodeCore* file, Extent e) {
   if (e.file_block > 0) {
     WALFS_ASSIGN_OR_RETURN(std::vector<Extent> left, Overlapping(*file, e.file_block - 1, e.file_block, tx));
-    if (!left.empty()) {
-      const Extent& l = left.front();
-      if (l.unwritten == e.unwritten && l.disk_block + l.length == e.disk_block &&
-          std::uint64_t{l.length} + e.length <= format::kMaxExtentLength) {
-        Extent merged = l;
-        merged.length += e.length;
-        if (file->format == ForkFormat::kBtree) {
-          BtreeRoot root = GetForkRoot(file->literal, 0);
-          WALFS_RETURN_IF_ERROR(Tree(*file).Replace(tx, &root, l.file_block, Value(merged)));
-          PutForkRoot(&file->literal, 0, root);
-        } else {
-          std::vector<Extent> es = InlineExtents(*file);
-          for (Extent& x : es)
-            if (x.file_block == l.file_block) x = merged;
-          PutInline(file, es);
-        }
-        return Status::Ok();
-      }
+    if (!left.empty() && Joins(left.front(), e)) {
+      Extent merged = left.front();
+      merged.length += e.length;
+      return Replace(tx, file, merged);
     }
   }
   return Insert(tx, file, e);
@@ -208,20 +194,62 @@ Result<bool> FileMap::Unmap(FsTransaction* tx, InodeCore* file, std::uint64_t fi
   return true;
 }
 
+Status FileMap::Replace(FsTransaction* tx, InodeCore* file, const Extent& e) {
+  if (file->format != ForkFormat::kBtree) {
+    std::vector<Extent> es = InlineExtents(*file);
+    for (Extent& x : es)
+      if (x.file_block == e.file_block) x = e;
+    PutInline(file, es);
+    return Status::Ok();
+  }
+  BtreeRoot root = GetForkRoot(file->literal, 0);
+  WALFS_RETURN_IF_ERROR(Tree(*file).Replace(tx, &root, e.file_block, Value(e)));
+  PutForkRoot(&file->literal, 0, root);
+  return Status::Ok();
+}
+
+bool FileMap::Joins(const Extent& a, const Extent& b) {
+  return End(a) == b.file_block && a.unwritten == b.unwritten && a.disk_block + a.length == b.disk_block &&
+         std::uint64_t{a.length} + b.length <= format::kMaxExtentLength;
+}
+
 Result<bool> FileMap::MarkState(FsTransaction* tx, InodeCore* file, std::uint64_t first, std::uint64_t end,
                                 bool unwritten) {
-  WALFS_ASSIGN_OR_RETURN(std::vector<Extent> over, Overlapping(*file, first, end, tx));
-  for (const Extent& e : over) {
-    if (e.unwritten == unwritten) continue;
+  // The neighbours too, one block either side: a piece that changes state
+  // joins a contiguous neighbour already in that state, so that writing a
+  // preallocated file block by block (or zeroing out its gaps,
+  // Filesystem::WriteBlocks) ends in one extent, not one per write.
+  WALFS_ASSIGN_OR_RETURN(std::vector<Extent> over, Overlapping(*file, first > 0 ? first - 1 : 0, end + 1, tx));
+  for (std::size_t i = 0; i < over.size(); ++i) {
+    const Extent e = over[i];
+    if (e.unwritten == unwritten || End(e) <= first || e.file_block >= end) continue;
     const std::uint64_t from = std::max(first, e.file_block);
     const std::uint64_t to = std::min(end, End(e));
-    WALFS_RETURN_IF_ERROR(Erase(tx, file, e));
-    if (e.file_block < from)
-      WALFS_RETURN_IF_ERROR(Insert(tx, file, Extent{e.file_block, e.disk_block,
-                                                    static_cast<std::uint32_t>(from - e.file_block), e.unwritten}));
-    WALFS_RETURN_IF_ERROR(Insert(tx, file, Extent{from, e.disk_block + (from - e.file_block),
-                                                  static_cast<std::uint32_t>(to - from), unwritten}));
-    if (to < End(e))
+    Extent mid{from, e.disk_block + (from - e.file_block), static_cast<std::uint32_t>(to - from), unwritten};
+    const bool head = e.file_block < from, tail = to < End(e);
+    const bool join_left = !head && i > 0 && Joins(over[i - 1], mid);
+    if (join_left) {
+      Extent left = over[i - 1];
+      left.length += mid.length;
+      mid = left;
+    }
+    const bool join_right = !tail && i + 1 < over.size() && Joins(mid, over[i + 1]);
+    if (join_right) mid.length += over[i + 1].length;
+    // Record by record: the joined right neighbour's record goes; the head
+    // keeps e's key, else the joined left neighbour's or e's key takes the
+    // piece; the tail is new.
+    if (join_right) WALFS_RETURN_IF_ERROR(Erase(tx, file, over[i + 1]));
+    if (head) {
+      WALFS_RETURN_IF_ERROR(Replace(tx, file, Extent{e.file_block, e.disk_block,
+                                                     static_cast<std::uint32_t>(from - e.file_block), e.unwritten}));
+      WALFS_RETURN_IF_ERROR(Insert(tx, file, mid));
+    } else if (join_left) {
+      WALFS_RETURN_IF_ERROR(Erase(tx, file, e));
+      WALFS_RETURN_IF_ERROR(Replace(tx, file, mid));
+    } else {
+      WALFS_RETURN_IF_ERROR(Replace(tx, file, mid));
+    }
+    if (tail)
       WALFS_RETURN_IF_ERROR(Insert(tx, file, Extent{to, e.disk_block + (to - e.file_block),
                                                     static_cast<std::uint32_t>(End(e) - to), e.unwritten}));
     return false;

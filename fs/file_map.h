@@ -49,7 +49,8 @@ class FileMap {
   Result<bool> Unmap(FsTransaction* tx, format::InodeCore* file, std::uint64_t first, std::uint64_t end,
                      std::uint32_t max_extents, std::vector<format::Extent>* freed);
   // Marks [first, end) written where it is unwritten (at most one extent
-  // per call; true once none is left).
+  // per call; true once none is left).  A piece made written joins a
+  // written neighbour it continues on disk.
   Result<bool> MarkWritten(FsTransaction* tx, format::InodeCore* file, std::uint64_t first,
                            std::uint64_t end) {
     return MarkState(tx, file, first, end, /*unwritten=*/false);
@@ -70,9 +71,14 @@ class FileMap {
   Btree Tree(const format::InodeCore& file) const;
   Status Erase(FsTransaction* tx, format::InodeCore* file, const format::Extent& e);
   Status Insert(FsTransaction* tx, format::InodeCore* file, const format::Extent& e);
+  // Rewrites the record keyed e.file_block.
+  Status Replace(FsTransaction* tx, format::InodeCore* file, const format::Extent& e);
+  // b continues a: the same state, adjacent on disk and in the file, and
+  // together no longer than the longest extent.
+  static bool Joins(const format::Extent& a, const format::Extent& b);
   // Gives the first extent in [first, end) not in state `unwritten` that
-  // state over its part of the range, cutting it at the range's edges
-  // (true once none is left).
+  // state over its part of the range, cutting it at the range's edges and
+  // joining the piece to a neighbour it continues (true once none is left).
   Result<bool> MarkState(FsTransaction* tx, format::InodeCore* file, std::uint64_t first, std::uint64_t end,
                          bool unwritten);
   BufCache* const cache_;

@@ -78,6 +78,12 @@ struct MountOptions {
   // "Discard").  Ignored, with a warning, on a device that cannot discard.
   // The mount's `-o discard`.
   bool discard = false;
+  // A write into a preallocated (unwritten) extent also writes zeros over
+  // what is left of the extent on either side when that is at most this
+  // many KiB, so the extent turns written whole instead of splitting in
+  // three (ext4's extent_max_zeroout_kb, default 32).  0: never.  The
+  // mount's `-o zeroout_kb=N` (0..1024).
+  std::uint32_t zeroout_kb = 32;
 };
 
 // How a write ends that runs out of space part way (Filesystem::Write).
@@ -119,7 +125,10 @@ struct FsCounters {
       bytes_written{0}, bytes_read{0}, truncates{0}, inactivated{0},
       fsync_flushes_covered{0},  // data flushes fsync skipped: the log force's preflush covered them
       syncs{0},  // Sync() calls that succeeded (.walfs/sync, fsync of a directory)
-      trims{0}, trimmed_bytes{0};  // Trim() calls that succeeded, and the bytes they discarded
+      trims{0}, trimmed_bytes{0},  // Trim() calls that succeeded, and the bytes they discarded
+      // Writes into unwritten extents (each marks blocks written), and the
+      // blocks of zeros they wrote beside their data (MountOptions::zeroout_kb).
+      unwritten_conversions{0}, zeroout_blocks{0};
 };
 
 // The geometry walfs-growfs shows (as xfs_growfs prints it), and what a
@@ -323,6 +332,11 @@ class Filesystem {
   // Where new blocks for file block `pos` should go: right after the disk
   // block that maps pos - 1, else near the inode.
   Result<std::uint64_t> DataGoal(const InodeRef& ip, std::uint64_t pos);
+  // The blocks a write of [first, end) into unwritten extent e writes and
+  // marks written: [first, end) widened to e's edges where what is left of
+  // e there is within MountOptions::zeroout_kb (zeros).
+  std::pair<std::uint64_t, std::uint64_t> ZeroOutRange(const format::Extent& e, std::uint64_t first,
+                                                       std::uint64_t end) const;
   Btree XattrTree(std::uint64_t ino) const;
   Status DestroyXattrs(const InodeRef& ip);
   // E2BIG for a value this filesystem does not store; the blocks storing

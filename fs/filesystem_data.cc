@@ -121,8 +121,16 @@ Result<std::size_t> Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t of
         WALFS_RETURN_IF_ERROR(device_->Write(e.disk_block * bs + (b0 - e.file_block * bs), data + (b0 - offset), b1 - b0));
         ip->data_dirty.store(true, std::memory_order_relaxed);
       } else {
-        const std::string_view buf = padded(pos, run_end);
-        WALFS_RETURN_IF_ERROR(device_->Write((e.disk_block + (pos - e.file_block)) * bs, buf.data(), buf.size()));
+        // Zeros over a small unwritten remainder on either side (ext4's
+        // extent_max_zeroout_kb), written with the data, so that the whole
+        // of it turns written and joins its neighbours (FileMap::MarkState)
+        // instead of splitting the extent: random writes into preallocated
+        // space keep the map small.  Safe as the data is: on the device
+        // before the conversion commits (the log write's preflush), and
+        // until then the blocks read as zeros anyway.
+        const auto [from, to] = ZeroOutRange(e, pos, run_end);
+        const std::string_view buf = padded(from, to);
+        WALFS_RETURN_IF_ERROR(device_->Write((e.disk_block + (from - e.file_block)) * bs, buf.data(), buf.size()));
         Op op(this);
         if (Status b = op.Begin(TransType::kWrite, kMapChangeBlocks); !b.ok()) {
           stop = b;
@@ -130,13 +138,15 @@ Result<std::size_t> Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t of
         }
         for (;;) {
           InodeCore c = ip->Core();
-          WALFS_ASSIGN_OR_RETURN(bool done, maps_->MarkWritten(op.tx(), &c, pos, run_end));
+          WALFS_ASSIGN_OR_RETURN(bool done, maps_->MarkWritten(op.tx(), &c, from, to));
           StoreCore(ip, c);
           op.Dirty(ip);
           if (done) break;
           WALFS_RETURN_IF_ERROR(op.Roll());
         }
         WALFS_RETURN_IF_ERROR(op.Commit().status());
+        counters_.unwritten_conversions.fetch_add(1, std::memory_order_relaxed);
+        counters_.zeroout_blocks.fetch_add((to - from) - (run_end - pos), std::memory_order_relaxed);
       }
       pos = run_end;
       continue;
@@ -185,6 +195,17 @@ Result<std::size_t> Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t of
   }
   if (!stop.ok()) return out_of_space(stop);
   return size;
+}
+
+std::pair<std::uint64_t, std::uint64_t> Filesystem::ZeroOutRange(const Extent& e, std::uint64_t first,
+                                                                 std::uint64_t end) const {
+  const std::uint64_t max = std::uint64_t{options_.zeroout_kb} * 1024 / sb_.block_size;
+  std::uint64_t from = first, to = end;
+  // As ext4_ext_convert_to_initialized: the tail if the rest of the extent
+  // from the write on fits, then the head if all of it up to there does.
+  if (EndOf(e) - first <= max) to = EndOf(e);
+  if (to - e.file_block <= max) from = e.file_block;
+  return {from, to};
 }
 
 Result<std::uint64_t> Filesystem::DataGoal(const InodeRef& ip, std::uint64_t pos) {

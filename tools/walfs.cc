@@ -56,6 +56,7 @@ struct Config {
   int writeback_cache = -1;  // -1: the default (on)
   char* wb_reserve_mb = nullptr;
   char* lazy_commit = nullptr;  // milliseconds; parsed whole
+  char* zeroout_kb = nullptr;   // KiB; parsed whole
   int trace_poll = 0;
   int ro = 0;
   int norecovery = 0;
@@ -85,7 +86,7 @@ struct Config {
   ~Config() {
     for (char* p :
          {image, wake, commit, trace_wakeup, trace_recursion, attr_timeout, entry_timeout, negative_timeout, wb_reserve_mb,
-          logbufs, logbsize, threads, trace_delay_us, trace_buffer_kb, lazy_commit})
+          logbufs, logbsize, threads, trace_delay_us, trace_buffer_kb, lazy_commit, zeroout_kb})
       free(p);
   }
 };
@@ -101,6 +102,7 @@ const fuse_opt kOptions[] = {
     {"nowriteback_cache", offsetof(Config, writeback_cache), 0},
     WALFS_OPT("wb_reserve_mb=%s", wb_reserve_mb),
     WALFS_OPT("lazy_commit_ms=%s", lazy_commit),
+    WALFS_OPT("zeroout_kb=%s", zeroout_kb),
     WALFS_OPT("trace_poll", trace_poll),
     WALFS_OPT("norecovery", norecovery),
     WALFS_OPT("io=sync", sync_io),
@@ -180,6 +182,9 @@ void Usage() {
       "  -o lazy_commit_ms=MS    changes are written to the image (no FUA) at most this\n"
       "                          long after they are made: what a killed daemon can lose; a power\n"
       "                          cut is bounded by commit= (0..1000, default 5; 0: off)\n"
+      "  -o zeroout_kb=KIB       a write into preallocated space also zeroes what is left of\n"
+      "                          the extent on either side when that is at most KIB, so the\n"
+      "                          extent is not split (0..1024, default 32, as ext4; 0: never)\n"
       "  -o threads=N            FUSE worker threads kept idle (default: libfuse's 10)\n"
       "  -o max_threads=N        at most N FUSE worker threads (libfuse's; default 10)\n"
       "  -o nowriteback_cache    every write(2) goes to walfs at once (default: the kernel caches\n"
@@ -338,6 +343,9 @@ int main(int argc, char** argv) {
   n = mo.lazy_commit_ms;
   if (!ParseNumber("lazy_commit_ms", cfg.lazy_commit, 0, 1000, &n, "milliseconds (0: off)")) return 1;
   mo.lazy_commit_ms = static_cast<std::uint32_t>(n);
+  n = mo.zeroout_kb;
+  if (!ParseNumber("zeroout_kb", cfg.zeroout_kb, 0, 1024, &n, "KiB (0: never)")) return 1;
+  mo.zeroout_kb = static_cast<std::uint32_t>(n);
   mo.fault_injection = cfg.fault_injection != 0;
   mo.discard = cfg.discard != 0;
   if (cfg.wake) {

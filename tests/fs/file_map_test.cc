@@ -203,6 +203,60 @@ TEST_F(FileMapTest, MarkWrittenSplitsAnUnwrittenExtentIntoThree) {
   EXPECT_EQ(blocks, 10u);
 }
 
+TEST_F(FileMapTest, APieceMadeWrittenJoinsTheWrittenNeighboursItContinues) {
+  ASSERT_TRUE(Map(E(0, 1000, 10, true)).ok());
+  MarkWritten(3, 6);
+  // The head of what is left joins the written piece on its right ...
+  MarkWritten(0, 3);
+  EXPECT_EQ(All(), (std::vector<Extent>{E(0, 1000, 6), E(6, 1006, 4, true)})) << Show(All());
+  // ... the tail the one on its left: one record again.
+  MarkWritten(6, 10);
+  EXPECT_EQ(All(), std::vector<Extent>{E(0, 1000, 10)}) << Show(All());
+  EXPECT_EQ(file_.nextents, 1u);
+}
+
+TEST_F(FileMapTest, AnUnwrittenExtentBetweenTwoWrittenOnesJoinsBoth) {
+  ASSERT_TRUE(Map(E(0, 1000, 3)).ok());
+  ASSERT_TRUE(Map(E(3, 1003, 4, true)).ok());
+  ASSERT_TRUE(Map(E(7, 1007, 3)).ok());
+  ASSERT_EQ(All().size(), 3u);
+  EXPECT_EQ(MarkWritten(3, 7), 2);
+  EXPECT_EQ(All(), std::vector<Extent>{E(0, 1000, 10)}) << Show(All());
+  EXPECT_EQ(file_.nextents, 1u);
+  // The same for the way back (FALLOC_FL_ZERO_RANGE): unwritten joins unwritten.
+  ASSERT_TRUE(Map(E(20, 2000, 3, true)).ok());
+  ASSERT_TRUE(Map(E(23, 2003, 3)).ok());
+  ASSERT_TRUE(Map(E(26, 2006, 3, true)).ok());
+  EXPECT_TRUE(Change([&](FsTransaction* tx) { return maps_->MarkUnwritten(tx, &file_, 23, 26); }).ok());
+  EXPECT_EQ(Over(20, 30), std::vector<Extent>{E(20, 2000, 9, true)}) << Show(All());
+  EXPECT_EQ(file_.nextents, 2u);
+}
+
+TEST_F(FileMapTest, APieceJoinsNoNeighbourElsewhereOnDiskOrPastTheLongestExtent) {
+  ASSERT_TRUE(Map(E(0, 1000, 3)).ok());
+  ASSERT_TRUE(Map(E(3, 5000, 3, true)).ok());  // not where block 2 ends on disk
+  MarkWritten(3, 6);
+  EXPECT_EQ(All(), (std::vector<Extent>{E(0, 1000, 3), E(3, 5000, 3)})) << Show(All());
+  const std::uint32_t max = format::kMaxExtentLength;
+  ASSERT_TRUE(Map(E(100, 100000, max)).ok());
+  ASSERT_TRUE(Map(E(100 + max, 100000 + max, 2, true)).ok());
+  MarkWritten(100 + max, 102 + max);
+  EXPECT_EQ(Over(100, 102 + max), (std::vector<Extent>{E(100, 100000, max), E(100 + max, 100000 + max, 2)}))
+      << Show(All());
+}
+
+TEST_F(FileMapTest, JoinsInsideATreeKeepTheRecordCount) {
+  MapSparse(FileMap::kInlineExtents + 1);
+  ASSERT_EQ(file_.format, ForkFormat::kBtree);
+  ASSERT_TRUE(Map(E(100, 50000, 20, true)).ok());
+  MarkWritten(105, 110);
+  MarkWritten(110, 120);
+  EXPECT_EQ(Over(100, 120), (std::vector<Extent>{E(100, 50000, 5, true), E(105, 50005, 15)})) << Show(All());
+  MarkWritten(100, 105);
+  EXPECT_EQ(Over(100, 120), std::vector<Extent>{E(100, 50000, 20)}) << Show(All());
+  EXPECT_EQ(file_.nextents, All().size());
+}
+
 TEST_F(FileMapTest, TwentyOneExtentsStayInlineAndTheTwentySecondMakesATree) {
   const std::uint32_t free_before = FreeBlocks();
   MapSparse(FileMap::kInlineExtents);

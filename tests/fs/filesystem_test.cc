@@ -91,6 +91,7 @@ class FilesystemTest : public ::testing::Test {
     MountOptions o;
     o.commit_interval_s = 0;
     o.lazy_commit_ms = 0;
+    o.zeroout_kb = zeroout_kb_;
     auto fs = Filesystem::MountDevice(dev_.get(), o);
     ASSERT_TRUE(fs.ok()) << fs.status().ToString();
     fs_ = std::move(fs).value();
@@ -198,9 +199,36 @@ class FilesystemTest : public ::testing::Test {
   }
   std::uint64_t FreeBlocks() { return StatFs().f_bfree; }
 
+  // The records of a file's extent map, as the image holds them after an
+  // unmount (mounted again after).
+  std::uint32_t ExtentRecords(std::uint64_t ino) {
+    Unmount();
+    auto on_disk = format::DecodeSuperblock(ReadBytes(0, format::kSuperSize), dev_->size_bytes());
+    EXPECT_TRUE(on_disk.ok()) << on_disk.status().ToString();
+    const format::Superblock sb = on_disk.ok() ? *on_disk : format::Superblock{};
+    const std::uint64_t block = ino / sb.inodes_per_block(), slot = ino % sb.inodes_per_block();
+    auto core = format::DecodeInode(ReadBytes(block * sb.block_size + slot * sb.inode_size, sb.inode_size), ino);
+    EXPECT_TRUE(core.ok()) << core.status().ToString();
+    Mount();
+    return core.ok() ? core->nextents : 0;
+  }
+  std::vector<std::byte> ReadBytes(std::uint64_t at, std::size_t n) {
+    std::vector<std::byte> b(n);
+    EXPECT_TRUE(dev_->Read(at, b.data(), n).ok());
+    return b;
+  }
+  // A counter of .walfs/stats.
+  std::uint64_t Counter(std::string_view name) {
+    const std::string text = fs_->StatsText(), key = std::string("\n") + std::string(name) + " ";
+    const std::size_t at = text.find(key);
+    EXPECT_NE(at, std::string::npos) << name;
+    return at == std::string::npos ? 0 : std::stoull(text.substr(at + key.size()));
+  }
+
   std::unique_ptr<MemoryDevice> dev_;
   std::unique_ptr<Filesystem> fs_;
   std::uint64_t root_ = 0;
+  std::uint32_t zeroout_kb_ = 32;  // MountOptions::zeroout_kb for Mount()
   Caller caller_{1000, 1000};
 };
 
@@ -965,6 +993,51 @@ TEST_F(FilesystemTest, FallocatedBlocksReadAsZerosUntilWritten) {
   EXPECT_TRUE(SameBytes(ReadAll(f), model));
   Remount();
   EXPECT_TRUE(SameBytes(ReadAll(f), model));
+}
+
+// Random block writes into a preallocated file, fio's default: each write
+// zeroes what is left of its unwritten extent beside it when that is within
+// zeroout_kb, and joins the written neighbours it continues, so the map stays
+// a few records, where splitting each extent in three (zeroout_kb=0) leaves
+// about two per write.  The bytes read back are the same either way.
+TEST_F(FilesystemTest, WritesIntoPreallocatedSpaceZeroOutSmallRemaindersAndKeepTheMapSmall) {
+  constexpr std::uint64_t kBlocks = 512;
+  std::vector<std::uint64_t> order;
+  for (std::uint64_t b = 0; b < kBlocks; b += 2) order.push_back(b);  // every other block
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(7));
+  std::map<std::uint32_t, std::uint32_t> records;
+  for (const std::uint32_t kb : {32u, 0u}) {
+    zeroout_kb_ = kb;
+    Remount();
+    const std::string name = "f" + std::to_string(kb);
+    const std::uint64_t f = Create(root_, name);
+    ASSERT_TRUE(fs_->Fallocate(f, 0, 0, kBlocks * kBs).ok());
+    std::string model(kBlocks * kBs, '\0');
+    const std::uint64_t zeroed_before = Counter("zeroout_blocks");
+    for (const std::uint64_t b : order) {
+      const std::string data(kBs, static_cast<char>('a' + b % 26));
+      Write(f, b * kBs, data);
+      model.replace(b * kBs, kBs, data);
+    }
+    // Without zeroout every write converts; with it, later writes land in
+    // blocks an earlier one zeroed, and each conversion zeroes less than
+    // its limit's worth.
+    const std::uint64_t conversions = Counter("unwritten_conversions");
+    const std::uint64_t zeroed = Counter("zeroout_blocks") - zeroed_before;
+    if (kb == 0) {
+      EXPECT_EQ(conversions, order.size());
+      EXPECT_EQ(zeroed, 0u);
+    } else {
+      EXPECT_LT(conversions, order.size());
+      EXPECT_GT(zeroed, 0u);
+      EXPECT_LT(zeroed, conversions * (kb * 1024 / kBs));
+    }
+    EXPECT_TRUE(SameBytes(ReadAll(f), model)) << "zeroout_kb=" << kb;
+    records[kb] = ExtentRecords(f);
+    EXPECT_TRUE(SameBytes(ReadAll(f), model)) << "after a remount, zeroout_kb=" << kb;
+  }
+  EXPECT_GE(records[0], kBlocks / 2) << "a written extent per write, unwritten ones between";
+  EXPECT_LE(records[32] * 8, records[0]) << records[32] << " records with zeroout, " << records[0] << " without";
 }
 
 TEST_F(FilesystemTest, FallocateKeepSizeAllocatesWithoutGrowingTheFile) {

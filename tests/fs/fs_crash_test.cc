@@ -81,6 +81,14 @@ TEST(FsCrashDiscard, EveryCrashStateWithOnlineDiscardKeepsFsyncedFilesAndNoStale
   const crash::RunResult r = crash::RunCrashTest({.seed = 1, .discard = true});
   ExpectPasses(r);
 }
+// Writes into fallocated space: the data (and the zeros a write puts over a
+// small unwritten remainder, MountOptions::zeroout_kb) must be on the device
+// before the transaction that marks the blocks written, or a crash state
+// shows a block's old bytes where the file should read zeros or the write.
+TEST(FsCrashPreallocated, EveryCrashStateOfWritesIntoUnwrittenExtentsKeepsFsyncedFilesAndNoStaleData) {
+  const crash::RunResult r = crash::RunCrashTest({.seed = 1, .preallocate = true});
+  ExpectPasses(r);
+}
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FsCrash);  // no seeds under TSan
 
 // Every core operation on each file, then an fsync of it (seq-1's first

@@ -50,7 +50,8 @@ class MountOptions : public MountedFs {
 
 TEST_F(MountOptions, NumbersOutsideTheirRangeAreRefusedWithTheRange) {
   for (const char* bad : {"threads=0", "threads=-3", "max_threads=0", "trace_buffer_kb=0", "logbsize=99999999",
-                          "logbufs=1", "logbufs=x", "trace_delay_us=0", "wb_reserve_mb=-1"}) {
+                          "logbufs=1", "logbufs=x", "trace_delay_us=0", "wb_reserve_mb=-1", "zeroout_kb=1025",
+                          "zeroout_kb=32k"}) {
     const ToolRun r = RunTool(Walfs() + " " + ImagePath() + " " + dir_ + " -f -o " + bad);
     EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.out;
     const std::string name = std::string(bad).substr(0, std::string(bad).find('='));
