@@ -22,6 +22,34 @@ std::vector<Extent> InlineExtents(const InodeCore& f) {
   return out;
 }
 
+std::uint64_t End(const Extent& e) { return e.file_block + e.length; }
+
+// The inline records, read in place: they are in file order and disjoint
+// (DecodeInode checks), so the first one ending after a block is found by
+// halves, with no copy of the rest (an overwrite looks its extent up twice).
+class InlineMap {
+ public:
+  explicit InlineMap(const InodeCore& f)
+      : f_(f), n_(std::min<std::uint32_t>(f.nextents, kDataForkRoom / format::kExtentSize)) {}
+  std::uint32_t size() const { return n_; }
+  Extent operator[](std::uint32_t i) const { return format::DecodeExtent(f_.literal.data() + i * format::kExtentSize); }
+  std::uint32_t FirstEndingAfter(std::uint64_t block) const {
+    std::uint32_t lo = 0, hi = n_;
+    while (lo < hi) {
+      const std::uint32_t mid = lo + (hi - lo) / 2;
+      if (End((*this)[mid]) > block)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    return lo;
+  }
+
+ private:
+  const InodeCore& f_;
+  const std::uint32_t n_;
+};
+
 void PutInline(InodeCore* f, const std::vector<Extent>& es) {
   std::fill(f->literal.begin(), f->literal.begin() + kDataForkRoom, '\0');
   for (std::size_t i = 0; i < es.size(); ++i)
@@ -41,8 +69,6 @@ Result<Extent> FromValue(std::uint64_t key, std::string_view v) {
   if (e.file_block != key) return Status::Corruption(fmt::format("extent at key {} says {}", key, e.file_block));
   return e;
 }
-
-std::uint64_t End(const Extent& e) { return e.file_block + e.length; }
 }  // namespace
 
 void FileMap::InitEmpty(InodeCore* file) {
@@ -63,8 +89,12 @@ Result<std::vector<Extent>> FileMap::Overlapping(const InodeCore& file, std::uin
   std::vector<Extent> out;
   if (first >= end || limit == 0) return out;
   if (file.format != ForkFormat::kBtree) {
-    for (const Extent& e : InlineExtents(file))
-      if (End(e) > first && e.file_block < end && out.size() < limit) out.push_back(e);
+    const InlineMap map(file);
+    for (std::uint32_t i = map.FirstEndingAfter(first); i < map.size() && out.size() < limit; ++i) {
+      const Extent e = map[i];
+      if (e.file_block >= end) break;
+      out.push_back(e);
+    }
     return out;
   }
   const BtreeRoot root = GetForkRoot(file.literal, 0);
@@ -87,9 +117,9 @@ Result<std::vector<Extent>> FileMap::Overlapping(const InodeCore& file, std::uin
 Result<std::optional<Extent>> FileMap::NextFrom(const InodeCore& file, std::uint64_t first,
                                                 const FsTransaction* tx) const {
   if (file.format != ForkFormat::kBtree) {
-    for (const Extent& e : InlineExtents(file))
-      if (End(e) > first) return std::optional<Extent>(e);
-    return std::optional<Extent>();
+    const InlineMap map(file);
+    const std::uint32_t i = map.FirstEndingAfter(first);
+    return i < map.size() ? std::optional<Extent>(map[i]) : std::optional<Extent>();
   }
   WALFS_ASSIGN_OR_RETURN(std::vector<Extent> cover, Overlapping(file, first, first + 1, tx));
   if (!cover.empty()) return std::optional<Extent>(cover.front());

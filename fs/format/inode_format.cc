@@ -138,8 +138,18 @@ Result<InodeCore> DecodeInode(std::span<const std::byte> in, std::uint64_t ino) 
     default:
       return bad(fmt::format("mode {:o} has no file type", n.mode));
   }
-  if (n.format == ForkFormat::kExtents && std::uint64_t{n.nextents} * kExtentSize > data_room)
-    return bad(fmt::format("{} inline extents in {} bytes", n.nextents, data_room));
+  if (n.format == ForkFormat::kExtents) {
+    if (std::uint64_t{n.nextents} * kExtentSize > data_room)
+      return bad(fmt::format("{} inline extents in {} bytes", n.nextents, data_room));
+    // In file order and disjoint: lookups search them by halves (FileMap).
+    std::uint64_t next_free = 0;
+    for (std::uint32_t i = 0; i < n.nextents; ++i) {
+      const Extent e = DecodeExtent(n.literal.data() + std::size_t{i} * kExtentSize);
+      if (e.file_block < next_free || e.file_block > (std::uint64_t{1} << 48))
+        return bad(fmt::format("inline extent {} at file block {} overlaps or is out of order", i, e.file_block));
+      next_free = e.file_block + e.length;
+    }
+  }
   return n;
 }
 

@@ -339,7 +339,16 @@ TEST(Inode, DamageAndInconsistencyAreRefused) {
   ext.nextents = 23;  // 23 x 16 > 352
   EXPECT_FALSE(enc(ext).ok());
   ext.nextents = 22;
+  ext.literal.assign(kLiteralSize, '\0');
+  for (std::uint32_t i = 0; i < 22; ++i) EncodeExtent(Extent{10 * i, 1000 + i, 10, false}, ext.literal.data() + i * kExtentSize);
   EXPECT_TRUE(enc(ext).ok());
+  // Inline extents in file order and disjoint: a lookup searches them by halves.
+  InodeCore overlap = ext;
+  EncodeExtent(Extent{15, 5000, 10, false}, overlap.literal.data() + 2 * kExtentSize);
+  EXPECT_FALSE(enc(overlap).ok());
+  InodeCore unordered = ext;
+  EncodeExtent(Extent{0, 5000, 5, false}, unordered.literal.data() + 21 * kExtentSize);
+  EXPECT_FALSE(enc(unordered).ok());
   EXPECT_TRUE(enc(FreeInode(8, 3)).ok());
 }
 
