@@ -103,11 +103,11 @@ Result<NameSlot> FindName(const Btree& tree, const BtreeRoot& root, std::string_
 }
 }  // namespace
 
-BtreeRoot GetForkRoot(const std::string& literal, std::uint32_t offset) {
+BtreeRoot GetForkRoot(const format::Literal& literal, std::uint32_t offset) {
   return BtreeRoot{DecodeFixed64(literal.data() + offset), static_cast<std::uint8_t>(literal[offset + 8])};
 }
 
-void PutForkRoot(std::string* literal, std::uint32_t offset, const BtreeRoot& root) {
+void PutForkRoot(format::Literal* literal, std::uint32_t offset, const BtreeRoot& root) {
   EncodeFixed64(literal->data() + offset, root.block);
   (*literal)[offset + 8] = static_cast<char>(root.levels);
 }

@@ -41,8 +41,8 @@ inline constexpr std::uint32_t kXattrForkOffset = kDataForkRoom;
 
 // A B+tree root stored in a fork: block u64, levels u8 (then, for a
 // directory's data fork, the parent at byte 16).
-BtreeRoot GetForkRoot(const std::string& literal, std::uint32_t offset);
-void PutForkRoot(std::string* literal, std::uint32_t offset, const BtreeRoot& root);
+BtreeRoot GetForkRoot(const format::Literal& literal, std::uint32_t offset);
+void PutForkRoot(format::Literal* literal, std::uint32_t offset, const BtreeRoot& root);
 
 std::uint64_t DirHashKey(std::string_view name);  // the key with collision index 0
 

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "fs/format/literal.h"
 
 namespace walfs::fs::format {
 
@@ -72,13 +73,14 @@ struct InodeCore {
   std::uint16_t fork_off = 0;
   std::uint16_t anextents = 0;
   // The literal area (kInodeSize - kInodeCoreSize bytes).
-  std::string literal;
+  Literal literal;
 
   bool free() const { return mode == 0; }
   friend bool operator==(const InodeCore&, const InodeCore&) = default;
 };
 
 inline constexpr std::uint32_t kLiteralSize = 512 - kInodeCoreSize;
+static_assert(kLiteralSize == Literal::kCapacity);
 
 // Writes one inode's 512 bytes (crc computed).  literal is padded with zeros.
 void EncodeInode(const InodeCore& inode, std::span<std::byte> out);
