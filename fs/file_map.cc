@@ -282,7 +282,12 @@ Result<bool> FileMap::MarkState(FsTransaction* tx, InodeCore* file, std::uint64_
     if (tail)
       WALFS_RETURN_IF_ERROR(Insert(tx, file, Extent{to, e.disk_block + (to - e.file_block),
                                                     static_cast<std::uint32_t>(End(e) - to), e.unwritten}));
-    return false;
+    // Done unless a later extent of the range is still in the other state
+    // (a joined right neighbour is in this one): the caller need not roll
+    // into a second transaction only to learn that nothing is left.
+    for (std::size_t j = i + 1; j < over.size(); ++j)
+      if (over[j].unwritten != unwritten && over[j].file_block < end) return false;
+    return true;
   }
   return true;
 }

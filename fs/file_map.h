@@ -49,7 +49,7 @@ class FileMap {
   Result<bool> Unmap(FsTransaction* tx, format::InodeCore* file, std::uint64_t first, std::uint64_t end,
                      std::uint32_t max_extents, std::vector<format::Extent>* freed);
   // Marks [first, end) written where it is unwritten (at most one extent
-  // per call; true once none is left).  A piece made written joins a
+  // per call; true once none is left, including by this call).  A piece made written joins a
   // written neighbour it continues on disk.
   Result<bool> MarkWritten(FsTransaction* tx, format::InodeCore* file, std::uint64_t first,
                            std::uint64_t end) {
@@ -78,7 +78,8 @@ class FileMap {
   static bool Joins(const format::Extent& a, const format::Extent& b);
   // Gives the first extent in [first, end) not in state `unwritten` that
   // state over its part of the range, cutting it at the range's edges and
-  // joining the piece to a neighbour it continues (true once none is left).
+  // joining the piece to a neighbour it continues (true once none is left,
+  // including by this call).
   Result<bool> MarkState(FsTransaction* tx, format::InodeCore* file, std::uint64_t first, std::uint64_t end,
                          bool unwritten);
   BufCache* const cache_;

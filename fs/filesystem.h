@@ -79,10 +79,11 @@ struct MountOptions {
   // The mount's `-o discard`.
   bool discard = false;
   // A write into a preallocated (unwritten) extent also writes zeros over
-  // what is left of the extent on either side when that is at most this
-  // many KiB, so the extent turns written whole instead of splitting in
-  // three (ext4's extent_max_zeroout_kb, default 32).  0: never.  The
-  // mount's `-o zeroout_kb=N` (0..1024).
+  // what is left of the extent beside it when that and the write together
+  // are at most this many KiB (Filesystem::ZeroOutRange), so the extent
+  // turns written whole instead of splitting in three (ext4's
+  // extent_max_zeroout_kb, default 32).  0: never.  The mount's
+  // `-o zeroout_kb=N` (0..1024; larger values are taken as 1024).
   std::uint32_t zeroout_kb = 32;
 };
 
@@ -334,7 +335,7 @@ class Filesystem {
   Result<std::uint64_t> DataGoal(const InodeRef& ip, std::uint64_t pos);
   // The blocks a write of [first, end) into unwritten extent e writes and
   // marks written: [first, end) widened to e's edges where what is left of
-  // e there is within MountOptions::zeroout_kb (zeros).
+  // e there, with the write, is within MountOptions::zeroout_kb (zeros).
   std::pair<std::uint64_t, std::uint64_t> ZeroOutRange(const format::Extent& e, std::uint64_t first,
                                                        std::uint64_t end) const;
   Btree XattrTree(std::uint64_t ino) const;

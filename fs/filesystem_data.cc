@@ -199,10 +199,15 @@ Result<std::size_t> Filesystem::WriteBlocks(const InodeRef& ip, std::uint64_t of
 
 std::pair<std::uint64_t, std::uint64_t> Filesystem::ZeroOutRange(const Extent& e, std::uint64_t first,
                                                                  std::uint64_t end) const {
-  const std::uint64_t max = std::uint64_t{options_.zeroout_kb} * 1024 / sb_.block_size;
+  // At most 1 MiB, whatever a library caller passed (the mount's option is
+  // checked): the zeros and the data go out in one padded buffer.
+  const std::uint64_t max = std::uint64_t{std::min<std::uint32_t>(options_.zeroout_kb, 1024)} * 1024 / sb_.block_size;
   std::uint64_t from = first, to = end;
   // As ext4_ext_convert_to_initialized: the tail if the rest of the extent
-  // from the write on fits, then the head if all of it up to there does.
+  // from the write's first block on (the write included) fits, then the
+  // head if all of the extent up to the new end does (ext4 compares that
+  // one with <).  So a write of the limit or more never zeroes, and a
+  // 4 KiB write at most 7 blocks beside it with the default 32.
   if (EndOf(e) - first <= max) to = EndOf(e);
   if (to - e.file_block <= max) from = e.file_block;
   return {from, to};

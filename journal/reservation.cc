@@ -74,8 +74,10 @@ ReservationTable::ReservationTable(const ReservationGeometry& geo) {
   set(TransType::kRename, c.Inodes(4) + 2 * c.DirChange() + c.Alloc(), 2, true);
   set(TransType::kSymlink, c.Inodes(2) + c.DirChange() + c.InodeAlloc() + c.Bufs(1) + c.Alloc(), 2,
       true);
-  // A write maps one new extent, or converts an unwritten one (an erase and
-  // up to three inserts touching the same leaves).
+  // A write maps one new extent, or converts an unwritten one: up to three
+  // records changed or inserted and two erased (a converted piece joining
+  // both neighbours, FileMap::MarkState), which may touch the next leaf and
+  // free a leaf or two -- within two extent changes.
   set(TransType::kWrite, c.Inodes(1) + 2 * c.ExtentChange() + c.Alloc(), 2, true);
   set(TransType::kTruncate, c.Inodes(1) + c.ExtentChange() + 2 * c.Alloc(), 2, true);
   set(TransType::kSetattr, c.Inodes(1), 1, false);

@@ -32,7 +32,7 @@ class Literal {
   void assign(std::string_view s) { assign(s.data(), s.size()); }
   void assign(const char* p, std::size_t n) {
     WALFS_CHECK(n <= kCapacity);
-    std::memmove(bytes_, p, n);
+    if (n != 0) std::memmove(bytes_, p, n);
     size_ = static_cast<std::uint16_t>(n);
   }
   void assign(std::size_t n, char c) {
