@@ -14,14 +14,6 @@ using format::ForkFormat;
 using format::InodeCore;
 
 namespace {
-std::vector<Extent> InlineExtents(const InodeCore& f) {
-  std::vector<Extent> out;
-  out.reserve(f.nextents);
-  for (std::uint32_t i = 0; i < f.nextents && (i + 1) * format::kExtentSize <= kDataForkRoom; ++i)
-    out.push_back(format::DecodeExtent(f.literal.data() + i * format::kExtentSize));
-  return out;
-}
-
 std::uint64_t End(const Extent& e) { return e.file_block + e.length; }
 
 // The inline records, read in place: they are in file order and disjoint
@@ -49,6 +41,15 @@ class InlineMap {
   const InodeCore& f_;
   const std::uint32_t n_;
 };
+
+// Every inline record, for the changes that rewrite the list.
+std::vector<Extent> InlineExtents(const InodeCore& f) {
+  const InlineMap map(f);
+  std::vector<Extent> out;
+  out.reserve(map.size());
+  for (std::uint32_t i = 0; i < map.size(); ++i) out.push_back(map[i]);
+  return out;
+}
 
 void PutInline(InodeCore* f, const std::vector<Extent>& es) {
   std::fill(f->literal.begin(), f->literal.begin() + kDataForkRoom, '\0');
