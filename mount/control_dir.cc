@@ -79,6 +79,8 @@ struct ControlNode {
   std::string name;
   Kind kind = Kind::kDir;
   bool writable = false;
+  bool owner_reads_only = false;  // trace, trace_pipe(_raw), owner-only extras
+  bool anyone_writes = false;     // extras that say so (sync)
   ControlOption option = ControlOption::kWakeup;  // kOption
   std::size_t extra = 0;                           // kExtra: index in Sources::files
   const tracing::EventDef* event = nullptr;  // kEventDir, kEventEnable, kEventFormat
@@ -118,6 +120,7 @@ std::unique_ptr<internal::ControlNode> MakeNode(std::string name, Kind kind,
   n->name = std::move(name);
   n->kind = kind;
   n->writable = writable;
+  n->owner_reads_only = kind == Kind::kTrace || kind == Kind::kTracePipe || kind == Kind::kTracePipeRaw;
   return n;
 }
 }  // namespace
@@ -156,6 +159,8 @@ ControlDir::ControlDir(Sources sources)
     WALFS_CHECK_MSG(static_cast<bool>(src_.files[i].read), "a control file without a reader");
     auto n = MakeNode(src_.files[i].name, Kind::kExtra, static_cast<bool>(src_.files[i].write));
     n->extra = i;
+    n->owner_reads_only = src_.files[i].owner_reads_only;
+    n->anyone_writes = src_.files[i].anyone_writes;
     AddLocked(root, std::move(n));
   }
   SyncCatalogueLocked();
@@ -210,6 +215,8 @@ const ControlDir::Node* ControlDir::FindLocked(std::uint64_t ino) const {
 ControlDir::Attr ControlDir::AttrOfLocked(const Node& node) const {
   Attr a;
   a.ino = node.ino;
+  a.uid = src_.owner_uid;
+  a.gid = src_.owner_gid;
   a.time_ns = made_ns_;
   if (IsDir(node.kind)) {
     a.mode = S_IFDIR | 0555;
@@ -217,7 +224,8 @@ ControlDir::Attr ControlDir::AttrOfLocked(const Node& node) const {
     for (std::uint64_t c : node.children)
       if (IsDir(FindLocked(c)->kind)) ++a.nlink;
   } else {
-    a.mode = S_IFREG | (node.writable ? 0644 : 0444);
+    a.mode = S_IFREG | (node.owner_reads_only ? 0400 : 0444);
+    if (node.writable) a.mode |= node.anyone_writes ? 0222 : 0200;
     a.nlink = 1;
   }
   return a;
@@ -259,7 +267,8 @@ Result<std::vector<ControlDir::DirEntry>> ControlDir::ReadDir(std::uint64_t ino)
   if (const Node* parent = FindLocked(dir->parent))
     out.push_back({"..", AttrOfLocked(*parent)});
   else
-    out.push_back({"..", Attr{.ino = dir->parent, .mode = S_IFDIR | 0755, .time_ns = made_ns_}});
+    out.push_back({"..", Attr{.ino = dir->parent, .mode = S_IFDIR | 0755, .uid = src_.owner_uid,
+                              .gid = src_.owner_gid, .time_ns = made_ns_}});
   for (std::uint64_t c : dir->children) {
     const Node* child = FindLocked(c);
     out.push_back({child->name, AttrOfLocked(*child)});
@@ -267,7 +276,7 @@ Result<std::vector<ControlDir::DirEntry>> ControlDir::ReadDir(std::uint64_t ino)
   return out;
 }
 
-Result<ControlDir::Opened> ControlDir::Open(std::uint64_t ino, int flags) {
+Result<ControlDir::Opened> ControlDir::Open(std::uint64_t ino, int flags, std::uint32_t caller_uid) {
   auto h = std::make_shared<Handle>();
   {
     MutexLock l(&mu_);
@@ -278,6 +287,10 @@ Result<ControlDir::Opened> ControlDir::Open(std::uint64_t ino, int flags) {
     h->readable = access == O_RDONLY || access == O_RDWR;
     h->writable = access == O_WRONLY || access == O_RDWR;
     if (h->writable && !n->writable) return Status::FromErrno(EACCES, n->name);
+    if (!IsOwner(caller_uid) && ((h->readable && n->owner_reads_only) || (h->writable && !n->anyone_writes)))
+      return Status::FromErrno(EACCES, fmt::format("{} is the mount owner's (uid {})", n->name, src_.owner_uid));
+    if (IsPipe(n->kind) && h->readable && consumer_ != 0)
+      return Status::FromErrno(EBUSY, fmt::format("{} has a reader already: two would split its stream", n->name));
     h->kind = n->kind;
     h->option = n->option;
     h->extra = n->extra;
@@ -300,19 +313,24 @@ Result<ControlDir::Opened> ControlDir::Open(std::uint64_t ino, int flags) {
     }
   }
   MutexLock l(&mu_);
+  if (IsPipe(h->kind) && h->readable) {
+    // Checked again: another reader may have opened while mu_ was dropped.
+    if (consumer_ != 0) return Status::FromErrno(EBUSY, "the trace stream has a reader already");
+  }
   const std::uint64_t handle = next_handle_++;
   handles_.emplace(handle, h);
+  if (IsPipe(h->kind) && h->readable) consumer_ = handle;
   return Opened{.handle = handle, .nonseekable = IsPipe(h->kind)};
 }
 
-Status ControlDir::Truncate(std::uint64_t ino) {
+Status ControlDir::Truncate(std::uint64_t ino, std::uint32_t caller_uid) {
   Kind kind;
   {
     MutexLock l(&mu_);
     const Node* n = FindLocked(ino);
     if (n == nullptr) return Status::NotFound(fmt::format("no control inode {:#x}", ino));
     if (IsDir(n->kind)) return Status::FromErrno(EISDIR, n->name);
-    if (!n->writable) return Status::FromErrno(EACCES, n->name);
+    if (!n->writable || (!n->anyone_writes && !IsOwner(caller_uid))) return Status::FromErrno(EACCES, n->name);
     kind = n->kind;
   }
   if (kind == Kind::kTrace) src_.tracer->Clear();
@@ -407,6 +425,7 @@ Result<std::size_t> ControlDir::Write(std::uint64_t handle, std::uint64_t /*offs
 void ControlDir::Release(std::uint64_t handle) {
   MutexLock l(&mu_);
   handles_.erase(handle);
+  if (consumer_ == handle) consumer_ = 0;
 }
 
 void ControlDir::InterruptReaders() {

@@ -63,6 +63,13 @@ class ControlDir {
     std::function<std::string()> get_grant_wake;
     std::function<Status(std::string_view)> set_grant_wake;
     std::uint64_t parent_ino = 1;                  // the mount's root (FUSE_ROOT_ID): `..` of .walfs
+    // Who owns the tree: the user who mounted (root for a root mount).  The
+    // trace names every file, pid and command that anyone's operations
+    // touch, so reading it, draining it and changing what it records are
+    // the owner's and root's alone, as tracefs is root's; Open enforces it
+    // whatever the kernel checks (with or without default_permissions).
+    std::uint32_t owner_uid = 0;
+    std::uint32_t owner_gid = 0;
     // More files at the top of the tree (the mount's `messages`, `fault`).
     struct File {
       std::string name;
@@ -70,6 +77,8 @@ class ControlDir {
       std::function<Status(std::string_view)> write;    // none: the file is read-only
       bool snapshot = true;  // the text is taken at open (else again at every read from 0)
       std::string help;      // its line in README
+      bool owner_reads_only = false;  // it may name files or callers: the owner's alone
+      bool anyone_writes = false;     // any user may write it (sync, as sync(2))
     };
     std::vector<File> files;
   };
@@ -77,7 +86,11 @@ class ControlDir {
   // What a control node looks like to stat(2).  uid/gid are the adapter's.
   struct Attr {
     std::uint64_t ino = 0;
-    std::uint32_t mode = 0;    // S_IFDIR|0555, S_IFREG|0444 (read-only) or S_IFREG|0644
+    // S_IFDIR|0555; files: 0444 anyone reads, 0400 the owner only, plus 0200
+    // for the owner's writes or 0222 for anyone's.
+    std::uint32_t mode = 0;
+    std::uint32_t uid = 0;     // Sources::owner_uid
+    std::uint32_t gid = 0;
     std::uint64_t size = 0;    // always 0 (procfs style)
     std::uint32_t nlink = 1;   // directories: 2 + subdirectories
     std::int64_t time_ns = 0;  // atime = mtime = ctime: when the ControlDir was made
@@ -108,14 +121,19 @@ class ControlDir {
   // ".", ".." and the children, in a stable order.  ENOTDIR for a file.
   Result<std::vector<DirEntry>> ReadDir(std::uint64_t ino) EXCLUDES(mu_);
 
-  // `flags` as open(2) passes them.  EISDIR for a directory, EACCES for write
-  // access to a read-only file.  O_TRUNC on `trace` clears the buffer.
-  // `stats` and `trace` take their snapshot here.
-  Result<Opened> Open(std::uint64_t ino, int flags) EXCLUDES(mu_);
+  // `flags` as open(2) passes them, `caller_uid` the caller's.  EISDIR for a
+  // directory, EACCES for write access to a read-only file, and for reading
+  // an owner-only file or writing a file only the owner writes when the
+  // caller is neither the owner nor root.  EBUSY for a second consuming
+  // reader (trace_pipe, trace_pipe_raw): two readers of one stream would
+  // each silently miss what the other took.  O_TRUNC on `trace` clears the
+  // buffer.  `stats` and `trace` take their snapshot here.
+  Result<Opened> Open(std::uint64_t ino, int flags, std::uint32_t caller_uid) EXCLUDES(mu_);
   // setattr with a size (the kernel's O_TRUNC without atomic_o_trunc):
   // clears `trace`, is accepted and ignored by other writable files, EACCES
-  // for read-only ones, EISDIR for directories.
-  Status Truncate(std::uint64_t ino) EXCLUDES(mu_);
+  // for read-only ones and for a caller who may not write the file, EISDIR
+  // for directories.
+  Status Truncate(std::uint64_t ino, std::uint32_t caller_uid) EXCLUDES(mu_);
 
   // EBADF for an unknown handle or a handle opened without read access.
   // trace_pipe: consumes; waits for an event unless `nonblock` (WouldBlock,
@@ -157,6 +175,7 @@ class ControlDir {
   void SyncCatalogueLocked() REQUIRES(mu_);
   const Node* FindLocked(std::uint64_t ino) const REQUIRES(mu_);
   Attr AttrOfLocked(const Node& node) const REQUIRES(mu_);
+  bool IsOwner(std::uint32_t uid) const { return uid == 0 || uid == src_.owner_uid; }
   std::shared_ptr<Handle> FindHandle(std::uint64_t handle) EXCLUDES(mu_);
 
   // The text of a non-stream file, made now (control_files.h).
@@ -182,6 +201,7 @@ class ControlDir {
   std::uint64_t events_dir_ GUARDED_BY(mu_) = 0;
   std::map<std::uint64_t, std::shared_ptr<Handle>> handles_ GUARDED_BY(mu_);
   std::uint64_t next_handle_ GUARDED_BY(mu_) = 1;
+  std::uint64_t consumer_ GUARDED_BY(mu_) = 0;  // the open trace_pipe(_raw) reader's handle, 0: none
 
   // Serialises the read-modify-write of TracerOptions by option files.
   // Lock order: before the Tracer's lock.

@@ -5,6 +5,7 @@
 #include <linux/fs.h>
 #include <poll.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -22,6 +23,8 @@
 #include "base/messages.h"
 #include "journal/wake_mode.h"
 #include "fs/posix_acl.h"
+#include "mount/bdi_limit.h"
+#include "mount/fuse_caller.h"
 #include "mount/fuse_events.h"
 #include "mount/fuse_reply.h"
 #include "mount/growfs_ioctl.h"
@@ -35,6 +38,10 @@ namespace {
 
 FuseServer* Server(fuse_req_t req) { return static_cast<FuseServer*>(fuse_req_userdata(req)); }
 
+// A handle of a walfs file that writes through the kernel's cache carries
+// this in fi->fh, so that its RELEASE is counted off (WritebackGuard).
+constexpr std::uint64_t kCachedWriterHandle = 1;
+
 bool IsReservedName(fuse_ino_t parent, const char* name) {
   return parent == FUSE_ROOT_ID && ControlDir::kName == name;
 }
@@ -45,8 +52,8 @@ struct stat ControlStat(const ControlDir::Attr& a) {
   st.st_mode = a.mode;
   st.st_nlink = a.nlink;
   st.st_size = static_cast<off_t>(a.size);
-  st.st_uid = 0;
-  st.st_gid = 0;
+  st.st_uid = a.uid;
+  st.st_gid = a.gid;
   st.st_blksize = 4096;
   const timespec t{a.time_ns / 1'000'000'000, a.time_ns % 1'000'000'000};
   st.st_atim = st.st_mtim = st.st_ctim = t;
@@ -69,25 +76,6 @@ void ReplyAttr(fuse_req_t req, Result<struct stat> r) {
   FuseServer* s = Server(req);
   r->st_ino = s->ToFuse(r->st_ino);
   fuse_reply_attr(req, &*r, s->options().attr_timeout);
-}
-
-fs::Caller CallerOf(fuse_req_t req) {
-  const fuse_ctx* ctx = fuse_req_ctx(req);
-  return fs::Caller{ctx->uid, ctx->gid, static_cast<std::uint32_t>(ctx->umask)};
-}
-
-// The caller's supplementary groups (none if the kernel's record of them
-// cannot be read: the caller then counts as a member of its own group only).
-std::vector<std::uint32_t> GroupsOf(fuse_req_t req) {
-  std::vector<gid_t> g(32);
-  int n = fuse_req_getgroups(req, static_cast<int>(g.size()), g.data());
-  if (n > static_cast<int>(g.size())) {
-    g.resize(static_cast<std::size_t>(n));
-    n = fuse_req_getgroups(req, n, g.data());
-  }
-  if (n < 0) return {};
-  g.resize(std::min(g.size(), static_cast<std::size_t>(n)));
-  return std::vector<std::uint32_t>(g.begin(), g.end());
 }
 
 // ---- namespace ----
@@ -122,13 +110,25 @@ void ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
   fuse_reply_none(req);
 }
 
-void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+void GetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   FuseServer* s = Server(req);
   if (ControlDir::IsControlIno(ino)) {
     Result<ControlDir::Attr> a = s->control().GetAttr(ino);
     if (!a.ok()) return ReplyErr(req, a.status());
     struct stat st = ControlStat(*a);
     return (void)fuse_reply_attr(req, &st, 0);
+  }
+  // A write(2) through the cache asks for the mode first, naming its file,
+  // when walfs invalidated it: in low space that is where a write the space
+  // left could not hold is refused (mount/writeback_guard.h).
+  if (fi != nullptr && fi->fh == kCachedWriterHandle && s->writeback().low_space()) {
+    s->NoteSpace();
+    if (s->writeback().low_space()) {
+      if (!s->writeback().AdmitCachedWrite(s->fs()->AvailableBytes())) return (void)FailErrno(req, ENOSPC);
+      ReplyAttr(req, s->fs()->GetAttr(s->ToFs(ino)));
+      s->InvalidateAttr(ino);  // so that the next write(2) asks again
+      return;
+    }
   }
   ReplyAttr(req, s->fs()->GetAttr(s->ToFs(ino)));
 }
@@ -137,7 +137,7 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
   FuseServer* s = Server(req);
   if (ControlDir::IsControlIno(ino)) {
     if (to_set & FUSE_SET_ATTR_SIZE) {
-      Status st = s->control().Truncate(ino);
+      Status st = s->control().Truncate(ino, fuse_req_ctx(req)->uid);
       if (!st.ok()) return ReplyErr(req, st);
     }
     Result<ControlDir::Attr> a = s->control().GetAttr(ino);
@@ -157,15 +157,23 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
   if (to_set & FUSE_SET_ATTR_CTIME) mask |= fs::kSetCtime;
   const std::uint64_t fino = s->ToFs(ino);
   if (s->session_io().killpriv_v2()) {  // mount/setid_kill.h: the kernel left it to walfs
-    if (SessionIo::KillSuidgid()) {
-      if (Result<bool> k = DropPrivileges(s->fs(), fino); !k.ok()) return ReplyErr(req, k.status());
+    const SetidCaller caller = SetidCallerOf(req);
+    const bool chown = (mask & (fs::kSetUid | fs::kSetGid)) && !(mask & fs::kSetMode);
+    // The kernel flags a chown of a regular file too, whoever asks (even
+    // with CAP_FSETID): there the flag means "apply the chown rule", which
+    // follows.  Only a truncate's flag says the caller lacks CAP_FSETID.
+    if (SessionIo::KillSuidgid() && (!chown || (mask & fs::kSetSize))) {
+      if (Result<bool> k = DropPrivilegesForWrite(s->fs(), fino, caller); !k.ok())
+        return ReplyErr(req, k.status());
     }
-    if ((mask & (fs::kSetUid | fs::kSetGid)) && !(mask & fs::kSetMode)) {
-      Result<struct stat> cur = s->fs()->GetAttr(fino);
-      if (!cur.ok()) return ReplyErr(req, cur.status());
-      if (!S_ISDIR(cur->st_mode)) {
-        if (Result<bool> k = DropPrivileges(s->fs(), fino); !k.ok()) return ReplyErr(req, k.status());
+    if (chown) {
+      std::uint32_t new_gid = attr->st_gid;
+      if (!(mask & fs::kSetGid)) {
+        Result<struct stat> cur = s->fs()->GetAttr(fino);
+        if (!cur.ok()) return ReplyErr(req, cur.status());
+        new_gid = cur->st_gid;
       }
+      if (Status k = DropPrivilegesForChown(s->fs(), fino, new_gid, caller); !k.ok()) return ReplyErr(req, k);
     }
   }
   Result<struct stat> r = s->fs()->SetAttr(fino, *attr, mask);
@@ -233,15 +241,20 @@ void Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char* newn
 
 // A file opened for writing near a full disk bypasses the kernel's cache, so
 // that write(2) itself gets ENOSPC (mount/writeback_guard.h).
-void MaybeWriteThrough(FuseServer* s, fuse_file_info* fi) {
+void MaybeWriteThrough(FuseServer* s, fuse_ino_t ino, fuse_file_info* fi) {
   if ((fi->flags & O_ACCMODE) == O_RDONLY || !s->writeback_granted()) return;
-  if (s->writeback().WriteThrough(s->fs()->AvailableBytes())) fi->direct_io = 1;
+  if (s->writeback().WriteThrough(s->fs()->AvailableBytes())) {
+    fi->direct_io = 1;
+    return;
+  }
+  fi->fh = kCachedWriterHandle;
+  s->writeback().CachedWriterOpened(ino);
 }
 
 void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   FuseServer* s = Server(req);
   if (ControlDir::IsControlIno(ino)) {
-    Result<ControlDir::Opened> o = s->control().Open(ino, fi->flags);
+    Result<ControlDir::Opened> o = s->control().Open(ino, fi->flags, fuse_req_ctx(req)->uid);
     if (!o.ok()) return ReplyErr(req, o.status());
     fi->fh = o->handle;
     fi->direct_io = 1;
@@ -255,7 +268,7 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   // With FUSE_CAP_ATOMIC_O_TRUNC (libfuse's default) the kernel leaves
   // O_TRUNC to open.
   if ((fi->flags & O_TRUNC) && SessionIo::KillSuidgid()) {
-    Result<bool> k = DropPrivileges(s->fs(), s->ToFs(ino));
+    Result<bool> k = DropPrivilegesForWrite(s->fs(), s->ToFs(ino), SetidCallerOf(req));
     if (!k.ok()) return ReplyErr(req, k.status());
     if (*k) s->InvalidateAttr(ino);
   }
@@ -265,8 +278,8 @@ void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     if (!t.ok()) return ReplyErr(req, t.status());
   }
   fi->keep_cache = 1;
-  MaybeWriteThrough(s, fi);
-  fuse_reply_open(req, fi);
+  MaybeWriteThrough(s, ino, fi);
+  if (fuse_reply_open(req, fi) != 0 && fi->fh == kCachedWriterHandle) s->writeback().CachedWriterReleased(ino);
 }
 
 void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
@@ -279,8 +292,9 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fu
                                   : s->fs()->Mknod(CallerOf(req), s->ToFs(parent), name, S_IFREG | (mode & 07777), 0);
   if (!r.ok()) return ReplyErr(req, r.status());
   fuse_entry_param e = Entry(s, *r);
-  MaybeWriteThrough(s, fi);
-  fuse_reply_create(req, &e, fi);
+  MaybeWriteThrough(s, e.ino, fi);
+  if (fuse_reply_create(req, &e, fi) != 0 && fi->fh == kCachedWriterHandle)
+    s->writeback().CachedWriterReleased(e.ino);
 }
 
 void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
@@ -320,7 +334,7 @@ void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t o
     return (void)fuse_reply_write(req, *n);
   }
   if (SessionIo::KillSuidgid()) {
-    Result<bool> k = DropPrivileges(s->fs(), s->ToFs(ino));
+    Result<bool> k = DropPrivilegesForWrite(s->fs(), s->ToFs(ino), SetidCallerOf(req));
     if (!k.ok()) return ReplyErr(req, k.status());
     if (*k) s->InvalidateAttr(ino);  // the WRITE reply carries no mode
   }
@@ -342,6 +356,7 @@ void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t o
       Message(Severity::kWarning, "inode {}: write-back of {} bytes at {} failed ({}); every fsync of it reports {}",
               s->ToFs(ino), size, off, strerror(err), strerrorname_np(err));
   }
+  s->NoteSpace();
   if (!n.ok()) return ReplyErr(req, n.status());
   fuse_reply_write(req, *n);
 }
@@ -354,6 +369,8 @@ void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (ControlDir::IsControlIno(ino)) {
     Server(req)->polls().Forget(fi->fh);
     Server(req)->control().Release(fi->fh);
+  } else if (fi->fh == kCachedWriterHandle) {
+    Server(req)->writeback().CachedWriterReleased(ino);
   }
   fuse_reply_err(req, 0);
 }
@@ -373,6 +390,7 @@ void Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t len
   if (ControlDir::IsControlIno(ino)) return (void)FailErrno(req, EOPNOTSUPP);
   if (offset < 0 || length <= 0) return (void)FailErrno(req, EINVAL);
   Status st = s->fs()->Fallocate(s->ToFs(ino), mode, static_cast<std::uint64_t>(offset), static_cast<std::uint64_t>(length));
+  s->NoteSpace();
   ReplyStatus(req, st);
 }
 
@@ -380,6 +398,12 @@ void Lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info
   FuseServer* s = Server(req);
   if (ControlDir::IsControlIno(ino)) return (void)FailErrno(req, ESPIPE);
   if (off < 0) return (void)FailErrno(req, EINVAL);
+  // The kernel does not write its cache back before it asks (fuse_lseek),
+  // and the image alone would call dirty cached data a hole: a copy of a
+  // file being written (cp, tar --sparse, rsync) would lose it.  While
+  // anyone writes the file through the cache, have the kernel write its
+  // pages from `off` on back first (mount/writeback_guard.h).
+  if (s->writeback().HasCachedWriters(ino)) s->WriteBackCached(ino, off);
   Result<std::uint64_t> r = s->fs()->Lseek(s->ToFs(ino), static_cast<std::uint64_t>(off), whence);
   if (!r.ok()) return ReplyErr(req, r.status());
   fuse_reply_lseek(req, static_cast<off_t>(*r));
@@ -761,6 +785,10 @@ FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options)
     return fs->StatsText() + session_io_.StatsText() +
            fmt::format("writeback_cache {}\nwriteback_reserve_bytes {}\nwriteback_lost {}\n",
                        writeback_granted() ? 1 : 0, writeback_.reserve_bytes(), writeback_.lost_writebacks()) +
+           fmt::format("writeback_dirty_bound {}\nwriteback_gate_bytes {}\nwriteback_low_space {}\n"
+                       "writeback_refused {}\n",
+                       writeback_.dirty_bound(), writeback_.gate_bytes(), writeback_.low_space() ? 1 : 0,
+                       writeback_.refused_writes()) +
            fmt::format("fuse_polls {}\n", polls_received_.load(std::memory_order_relaxed));
   };
   src.get_grant_wake = [fs] { return std::string(journal::WakeModeName(fs->wake_mode())); };
@@ -769,11 +797,15 @@ FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options)
     return fs->SetWakeMode(m);
   };
   src.parent_ino = FUSE_ROOT_ID;
+  src.owner_uid = getuid();
+  src.owner_gid = getgid();
   src.files.push_back({.name = "messages",
                        .read = [] { return Messages::Get().Text(); },
                        .write = {},
-                       .help = "the mount's kernel-style log: mount, recovery, errors, shutdown"});
+                       .help = "the mount's kernel-style log: mount, recovery, errors, shutdown",
+                       .owner_reads_only = true});
   src.files.push_back(SyncControlFile([fs] { return fs->Sync(); }));
+  src.files.back().anyone_writes = true;  // as sync(2), which any user may call
   if (FaultDevice* dev = fs->fault_device()) {
     // The last command applied, for reads of the file.
     struct Last {
@@ -810,6 +842,42 @@ void FuseServer::InvalidateAttr(fuse_ino_t ino) {
   // lock for it, so a handler may send it before it replies.
   const int rc = fuse_lowlevel_notify_inval_inode(se, ino, -1, 0);
   if (rc != 0 && rc != -ENOENT) Message(Severity::kWarning, "attribute invalidation of inode {}: {}", ino, strerror(-rc));
+}
+
+void FuseServer::NoteSpace() {
+  if (!writeback_granted()) return;
+  if (!writeback_.NoteAvailable(fs_->AvailableBytes())) return;
+  const std::vector<std::uint64_t> writers = writeback_.CachedWriterInodes();
+  Message(Severity::kWarning,
+          "low space: below {} MiB free; {} file(s) open through the page cache now ask before each write, "
+          "refused (ENOSPC) below {} MiB",
+          writeback_.low_space_bytes() >> 20, writers.size(), writeback_.gate_bytes() >> 20);
+  for (std::uint64_t ino : writers) InvalidateAttr(ino);
+}
+
+void FuseServer::LearnDirtyBound(const std::string& mountpoint) {
+  Result<std::uint64_t> bound = [&]() -> Result<std::uint64_t> {
+    WALFS_ASSIGN_OR_RETURN(std::string dev, MountDeviceNumber(mountpoint));
+    return BdiDirtyBound(dev);
+  }();
+  if (bound.ok()) {
+    writeback_.SetDirtyBound(*bound);
+  } else {
+    Message(Severity::kWarning, "the kernel's dirty-page bound for this mount is unknown ({}); assuming {} MiB",
+            bound.status().message(), writeback_.dirty_bound() >> 20);
+  }
+}
+
+void FuseServer::WriteBackCached(fuse_ino_t ino, off_t from) {
+  fuse_session* se = session_.load(std::memory_order_acquire);
+  if (se == nullptr) return;
+  // off >= 0: the kernel invalidates the pages from `from` on, and writes
+  // each dirty one back first (invalidate_inode_pages2_range launders dirty
+  // folios), through WRITE requests that other workers serve; the notify
+  // returns once that is done.
+  const int rc = fuse_lowlevel_notify_inval_inode(se, ino, from, 0);
+  if (rc != 0 && rc != -ENOENT)
+    Message(Severity::kWarning, "write-back of cached pages of inode {}: {}", ino, strerror(-rc));
 }
 
 const fuse_lowlevel_ops& FuseServer::Operations() {

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "fs/filesystem.h"
 #include "mount/control_dir.h"
@@ -44,6 +45,16 @@ class FuseServer {
   void SetSession(fuse_session* se) { session_.store(se, std::memory_order_release); }
   // Tells the kernel to drop its cached attributes of `ino`.
   void InvalidateAttr(fuse_ino_t ino);
+  // Has the kernel write back (and drop) its cached pages of `ino` from
+  // byte `from` on; returns once they reached walfs.  Never from a handler
+  // of a WRITE: the write-back needs other workers.
+  void WriteBackCached(fuse_ino_t ino, off_t from);
+  // After the free space changed: entering low space makes every file open
+  // through the page cache ask before its next write (WritebackGuard).
+  void NoteSpace();
+  // Reads how much of this mount's data the kernel may hold dirty (its bdi,
+  // mount/bdi_limit.h), once mounted on `mountpoint`.
+  void LearnDirtyBound(const std::string& mountpoint);
   // Writes held in the kernel's cache (mount/writeback_guard.h); `granted`
   // is whether the kernel took the writeback cache at INIT.
   WritebackGuard& writeback() { return writeback_; }

@@ -19,6 +19,44 @@ void WritebackGuard::Clear(std::uint64_t ino) {
   lost_.erase(ino);
 }
 
+void WritebackGuard::CachedWriterOpened(std::uint64_t ino) {
+  MutexLock l(&mu_);
+  ++cached_writers_[ino];
+}
+
+void WritebackGuard::CachedWriterReleased(std::uint64_t ino) {
+  MutexLock l(&mu_);
+  auto it = cached_writers_.find(ino);
+  // Invariant: every release matches an open counted here (the handle says so).
+  WALFS_CHECK(it != cached_writers_.end() && it->second > 0);
+  if (--it->second == 0) cached_writers_.erase(it);
+}
+
+bool WritebackGuard::HasCachedWriters(std::uint64_t ino) const {
+  MutexLock l(&mu_);
+  return cached_writers_.contains(ino);
+}
+
+bool WritebackGuard::NoteAvailable(std::uint64_t available_bytes) {
+  const bool low = available_bytes < low_space_bytes();
+  const bool was = low_space_.exchange(low, std::memory_order_acq_rel);
+  return low && !was;
+}
+
+bool WritebackGuard::AdmitCachedWrite(std::uint64_t available_bytes) {
+  if (available_bytes >= gate_bytes()) return true;
+  refused_.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+std::vector<std::uint64_t> WritebackGuard::CachedWriterInodes() const {
+  MutexLock l(&mu_);
+  std::vector<std::uint64_t> out;
+  out.reserve(cached_writers_.size());
+  for (const auto& [ino, n] : cached_writers_) out.push_back(ino);
+  return out;
+}
+
 std::uint64_t WritebackGuard::lost_writebacks() const {
   MutexLock l(&mu_);
   return lost_count_;

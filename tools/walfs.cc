@@ -465,6 +465,7 @@ int main(int argc, char** argv) {
     return report_and_exit(fmt::format("could not mount on {}", cmd.mountpoint));
   }
   server.SetSession(se);
+  server.LearnDirtyBound(cmd.mountpoint);
   if (walfs::Status io = walfs::mount::SessionIo::Attach(se); !io.ok()) {
     fuse_session_unmount(se);
     fuse_remove_signal_handlers(se);

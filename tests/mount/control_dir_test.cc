@@ -36,6 +36,7 @@ WALFS_TRACE_EVENT(kPing, "test_control", "ping", EventKind::kInstant, {"seq"},
 WALFS_TRACE_EVENT(kPong, "test_control", "pong", EventKind::kInstant, {"delta", FieldKind::kI64});
 
 constexpr std::uint64_t kMountRoot = 1;
+constexpr std::uint32_t kRoot = 0;  // the caller of every Open below but the access specs
 
 std::vector<std::string> Lines(const std::string& text) {
   std::vector<std::string> out;
@@ -86,7 +87,7 @@ class ControlDirTest : public ::testing::Test {
   }
 
   std::uint64_t OpenOk(std::string_view path, int flags) {
-    Result<ControlDir::Opened> h = dir_.Open(Ino(path), flags);
+    Result<ControlDir::Opened> h = dir_.Open(Ino(path), flags, kRoot);
     EXPECT_TRUE(h.ok()) << path << ": " << h.status().ToString();
     return h.ok() ? h->handle : 0;
   }
@@ -107,7 +108,7 @@ class ControlDirTest : public ::testing::Test {
 
   // echo VALUE > PATH: open with O_TRUNC, one write at offset 0.
   Status Echo(std::string_view path, std::string_view value) {
-    Result<ControlDir::Opened> h = dir_.Open(Ino(path), O_WRONLY | O_TRUNC);
+    Result<ControlDir::Opened> h = dir_.Open(Ino(path), O_WRONLY | O_TRUNC, kRoot);
     if (!h.ok()) return h.status();
     Result<std::size_t> n = dir_.Write(h->handle, 0, value);
     dir_.Release(h->handle);
@@ -191,7 +192,9 @@ TEST_F(ControlDirTest, EveryLevelLooksUpGetsAttributesAndLists) {
     }
   }
   EXPECT_EQ(dir_.GetAttr(Ino("stats"))->mode, S_IFREG | 0444u);
-  EXPECT_EQ(dir_.GetAttr(Ino("trace"))->mode, S_IFREG | 0644u);
+  EXPECT_EQ(dir_.GetAttr(Ino("trace"))->mode, S_IFREG | 0600u);
+  EXPECT_EQ(dir_.GetAttr(Ino("trace_pipe"))->mode, S_IFREG | 0400u);
+  EXPECT_EQ(dir_.GetAttr(Ino("tracing_on"))->mode, S_IFREG | 0644u);
   EXPECT_EQ(dir_.GetAttr(Ino("events/test_control"))->nlink, 4u);  // ping, pong
   // .. of .walfs is the mount root.
   auto root = dir_.ReadDir(ControlDir::root_ino());
@@ -205,17 +208,17 @@ TEST_F(ControlDirTest, FilesAreNotDirectoriesAndMissingNodesAreNotFound) {
   EXPECT_EQ(dir_.Lookup(stats, "x").status().ToErrno(), ENOTDIR);
   EXPECT_EQ(dir_.Lookup(ControlDir::root_ino(), "nope").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(dir_.GetAttr(kControlInoBase + 1'000'000).status().ToErrno(), ENOENT);
-  EXPECT_EQ(dir_.Open(Ino("events"), O_RDONLY).status().ToErrno(), EISDIR);
+  EXPECT_EQ(dir_.Open(Ino("events"), O_RDONLY, kRoot).status().ToErrno(), EISDIR);
 }
 
 TEST_F(ControlDirTest, ReadOnlyFilesRefuseWriteAccessAndHandlesTheirDirection) {
   for (const char* path : {"stats", "README", "trace_pipe", "events/test_control/ping/format"}) {
-    Status s = dir_.Open(Ino(path), O_WRONLY).status();
+    Status s = dir_.Open(Ino(path), O_WRONLY, kRoot).status();
     EXPECT_EQ(s.code(), StatusCode::kPermission) << path;
     EXPECT_EQ(s.ToErrno(), EACCES) << path;
-    EXPECT_EQ(dir_.Truncate(Ino(path)).ToErrno(), EACCES) << path;
+    EXPECT_EQ(dir_.Truncate(Ino(path), kRoot).ToErrno(), EACCES) << path;
   }
-  EXPECT_EQ(dir_.Open(Ino("trace_pipe"), O_RDWR).status().ToErrno(), EACCES);
+  EXPECT_EQ(dir_.Open(Ino("trace_pipe"), O_RDWR, kRoot).status().ToErrno(), EACCES);
   const std::uint64_t ro = OpenOk("tracing_on", O_RDONLY);
   EXPECT_EQ(dir_.Write(ro, 0, "0").status().ToErrno(), EBADF);
   const std::uint64_t wo = OpenOk("tracing_on", O_WRONLY);
@@ -315,10 +318,10 @@ TEST_F(ControlDirTest, TraceIsNotConsumedAndAWriteOrTruncateClearsIt) {
   dir_.Release(h);
   EXPECT_TRUE(EventLines(Cat("trace")).empty());
   WALFS_TRACE(kPing, 4, 0);
-  ASSERT_TRUE(dir_.Truncate(Ino("trace")).ok());  // setattr(size 0) without atomic_o_trunc
+  ASSERT_TRUE(dir_.Truncate(Ino("trace"), kRoot).ok());  // setattr(size 0) without atomic_o_trunc
   EXPECT_TRUE(EventLines(Cat("trace")).empty());
-  EXPECT_TRUE(dir_.Truncate(Ino("tracing_on")).ok());
-  EXPECT_EQ(dir_.Truncate(Ino("events")).ToErrno(), EISDIR);
+  EXPECT_TRUE(dir_.Truncate(Ino("tracing_on"), kRoot).ok());
+  EXPECT_EQ(dir_.Truncate(Ino("events"), kRoot).ToErrno(), EISDIR);
 }
 
 TEST_F(ControlDirTest, TracingOnStopsAndStartsRecording) {
@@ -357,19 +360,19 @@ TEST_F(ControlDirTest, TracePipeConsumesWhatItReturns) {
   ASSERT_EQ(lines.size(), 3u) << *r;
   for (int i = 0; i < 3; ++i)
     EXPECT_NE(lines[i].find("test_control_ping: seq=" + std::to_string(i)), std::string::npos);
-  // Consumed: neither this handle nor another sees the lines again.
+  // Consumed: neither this handle nor a later one sees the lines again.
   EXPECT_EQ(dir_.Read(h, 0, 1 << 16, true).status().code(), StatusCode::kWouldBlock);
+  dir_.Release(h);
   const std::uint64_t other = OpenOk("trace_pipe", O_RDONLY);
   EXPECT_EQ(dir_.Read(other, 0, 1 << 16, true).status().code(), StatusCode::kWouldBlock);
   EXPECT_TRUE(EventLines(Cat("trace")).empty());
-  dir_.Release(h);
   dir_.Release(other);
 }
 
 TEST_F(ControlDirTest, TracePipeRawIsATraceFileStreamInWhateverSizeItIsRead) {
   ASSERT_TRUE(Catalogue::Get().SetEnabled("test_control", "ping", true).ok());
   for (int i = 0; i < 300; ++i) WALFS_TRACE(kPing, i, 0);
-  Result<ControlDir::Opened> o = dir_.Open(Ino("trace_pipe_raw"), O_RDONLY | O_NONBLOCK);
+  Result<ControlDir::Opened> o = dir_.Open(Ino("trace_pipe_raw"), O_RDONLY | O_NONBLOCK, kRoot);
   ASSERT_TRUE(o.ok());
   EXPECT_TRUE(o->nonseekable);
   EXPECT_TRUE(dir_.Readable(o->handle));
@@ -402,7 +405,7 @@ TEST_F(ControlDirTest, TracePipeRawIsATraceFileStreamInWhateverSizeItIsRead) {
 }
 
 TEST_F(ControlDirTest, ANonblockingReadOfAnEmptyPipeIsWouldBlock) {
-  Result<ControlDir::Opened> o = dir_.Open(Ino("trace_pipe"), O_RDONLY | O_NONBLOCK);
+  Result<ControlDir::Opened> o = dir_.Open(Ino("trace_pipe"), O_RDONLY | O_NONBLOCK, kRoot);
   ASSERT_TRUE(o.ok());
   EXPECT_TRUE(o->nonseekable);
   Status s = dir_.Read(o->handle, 0, 4096, true).status();
@@ -510,16 +513,14 @@ TEST_F(ControlDirTest, HandlesAreIndependent) {
   EXPECT_EQ(EventLines(*dir_.Read(early, 0, 1 << 16, false)).size(), 1u);
   dir_.Release(early);
 
-  // Two pipes share the events: each line reaches one of them.
+  // One pipe at a time takes the events; a second is refused, never split.
   const std::uint64_t a = OpenOk("trace_pipe", O_RDONLY);
-  const std::uint64_t b = OpenOk("trace_pipe", O_RDONLY);
+  EXPECT_EQ(dir_.Open(Ino("trace_pipe"), O_RDONLY, kRoot).status().ToErrno(), EBUSY);
   WALFS_TRACE(kPing, 3, 0);
   auto first = dir_.Read(a, 0, 4096, true);
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(Lines(*first).size(), 3u);
-  EXPECT_EQ(dir_.Read(b, 0, 4096, true).status().code(), StatusCode::kWouldBlock);
   dir_.Release(a);
-  dir_.Release(b);
 }
 
 TEST_F(ControlDirTest, FormatDescribesTheRecordLayout) {
@@ -595,6 +596,57 @@ TEST_F(ControlDirTest, InvalidOptionWritesAreRejectedAndLeaveTheValue) {
   EXPECT_EQ(grant_wake_sets_, 0);
 }
 
+TEST_F(ControlDirTest, TheTraceAndItsControlsAreTheOwnersAloneWhateverTheModeBitsSay) {
+  ControlDir::Sources s = MakeSources();
+  s.owner_uid = 1000;
+  s.owner_gid = 1000;
+  s.files.push_back({.name = "messages", .read = [] { return std::string("m\n"); }, .owner_reads_only = true});
+  s.files.push_back({.name = "sync",
+                     .read = [] { return std::string(); },
+                     .write = [](std::string_view) { return Status::Ok(); },
+                     .anyone_writes = true});
+  ControlDir owned(std::move(s));
+  auto ino = [&](std::string_view name) { return owned.Lookup(ControlDir::root_ino(), name)->ino; };
+  constexpr std::uint32_t kOwner = 1000, kStranger = 1001;
+  for (const char* name : {"trace", "trace_pipe", "trace_pipe_raw", "messages"}) {
+    EXPECT_EQ(owned.Open(ino(name), O_RDONLY, kStranger).status().ToErrno(), EACCES) << name;
+    EXPECT_EQ(owned.GetAttr(ino(name))->mode & 0044u, 0u) << name << " must not look world-readable";
+    EXPECT_EQ(owned.GetAttr(ino(name))->uid, kOwner) << name;
+  }
+  for (const char* name : {"trace", "tracing_on"}) {
+    EXPECT_EQ(owned.Open(ino(name), O_WRONLY, kStranger).status().ToErrno(), EACCES) << name;
+    EXPECT_EQ(owned.Truncate(ino(name), kStranger).ToErrno(), EACCES) << name;
+  }
+  // What names no file stays readable; sync is anyone's, as sync(2).
+  for (const char* name : {"stats", "README", "tracing_on"}) {
+    auto h = owned.Open(ino(name), O_RDONLY, kStranger);
+    EXPECT_TRUE(h.ok()) << name;
+    if (h.ok()) owned.Release(h->handle);
+  }
+  auto sync = owned.Open(ino("sync"), O_WRONLY, kStranger);
+  ASSERT_TRUE(sync.ok());
+  owned.Release(sync->handle);
+  // The owner and root may do everything.
+  for (std::uint32_t uid : {kOwner, kRoot}) {
+    auto h = owned.Open(ino("trace"), O_RDWR, uid);
+    EXPECT_TRUE(h.ok()) << uid;
+    if (h.ok()) owned.Release(h->handle);
+  }
+}
+
+TEST_F(ControlDirTest, ASecondStreamReaderIsRefusedUntilTheFirstLetsGo) {
+  const std::uint64_t first = OpenOk("trace_pipe", O_RDONLY | O_NONBLOCK);
+  for (const char* path : {"trace_pipe", "trace_pipe_raw"})
+    EXPECT_EQ(dir_.Open(Ino(path), O_RDONLY, kRoot).status().ToErrno(), EBUSY) << path;
+  // The snapshot does not consume: it may be read beside the stream.
+  const std::uint64_t snapshot = OpenOk("trace", O_RDONLY);
+  dir_.Release(snapshot);
+  dir_.Release(first);
+  const std::uint64_t raw = OpenOk("trace_pipe_raw", O_RDONLY | O_NONBLOCK);
+  EXPECT_EQ(dir_.Open(Ino("trace_pipe"), O_RDONLY, kRoot).status().ToErrno(), EBUSY);
+  dir_.Release(raw);
+}
+
 TEST_F(ControlDirTest, GrantWakeGoesThroughTheMountsSources) {
   EXPECT_EQ(Cat("options/grant_wake"), "wakeq\n");
   ASSERT_TRUE(Echo("options/grant_wake", "inline\n").ok());
@@ -614,7 +666,7 @@ TEST_F(ControlDirTest, GrantWakeIsReadOnlyWithoutASetterAndAbsentWithoutAGetter)
   auto gw = ro.Lookup(options->ino, "grant_wake");
   ASSERT_TRUE(gw.ok());
   EXPECT_EQ(gw->mode, S_IFREG | 0444u);
-  EXPECT_EQ(ro.Open(gw->ino, O_WRONLY).status().ToErrno(), EACCES);
+  EXPECT_EQ(ro.Open(gw->ino, O_WRONLY, kRoot).status().ToErrno(), EACCES);
 
   ControlDir::Sources bare;
   bare.tracer = &Tracer::Get();
@@ -624,7 +676,7 @@ TEST_F(ControlDirTest, GrantWakeIsReadOnlyWithoutASetterAndAbsentWithoutAGetter)
   EXPECT_EQ(none.Lookup(options->ino, "grant_wake").status().code(), StatusCode::kNotFound);
   // Without a stats source, stats is the tracer section alone.
   auto stats = none.Lookup(ControlDir::root_ino(), "stats");
-  auto h = none.Open(stats->ino, O_RDONLY);
+  auto h = none.Open(stats->ino, O_RDONLY, kRoot);
   ASSERT_TRUE(h.ok());
   EXPECT_EQ(none.Read(h->handle, 0, 4096, false)->rfind("tracer:\n", 0), 0u);
   none.Release(h->handle);
