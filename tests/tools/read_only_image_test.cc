@@ -96,6 +96,19 @@ TEST_F(ReadOnlyImage, FsckCheckOnlyReplaysTheLogOfAnUnwritableImageInMemory) {
   ExpectUnchanged();
 }
 
+// Recovering and repairing write: without -n the check cannot run (8),
+// and its one line says -n can.
+TEST_F(ReadOnlyImage, FsckWithoutCheckOnlyOnAnUnwritableImageSaysThatCheckOnlyWorks) {
+  if (!MakeUnwritable()) GTEST_SKIP() << skip_;
+  ToolRun r = Sh(std::string(WALFS_FSCK) + " " + image_);
+  EXPECT_EQ(r.exit_code, 8) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_NE(r.out.find("need write access to the image: fsck.walfs -n checks it without writing"),
+            std::string::npos)
+      << r.out;
+  ExpectUnchanged();
+}
+
 TEST_F(ReadOnlyImage, AdminShowsTheLabelAndUuidOfAnUnwritableImage) {
   if (!MakeUnwritable()) GTEST_SKIP() << skip_;
   ToolRun l = Sh(std::string(WALFS_ADMIN) + " -l " + image_);
