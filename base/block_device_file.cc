@@ -78,7 +78,10 @@ struct FileDevice::Geometry {
 
 Result<std::unique_ptr<FileDevice>> FileDevice::Open(const std::string& path,
                                                      const FileDeviceOptions& options) {
-  const int base_flags = O_RDWR | O_CLOEXEC | (options.create ? O_CREAT : 0);
+  if (options.read_only && options.create)
+    return Status::InvalidArgument(fmt::format("{}: a read-only open cannot create the image", path));
+  const int base_flags =
+      (options.read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | (options.create ? O_CREAT : 0);
   int fd = ::open(path.c_str(), base_flags | (options.direct_io ? O_DIRECT : 0), 0644);
   std::string direct_reason;
   if (fd < 0 && options.direct_io && errno == EINVAL) {
@@ -127,6 +130,7 @@ Result<std::unique_ptr<FileDevice>> FileDevice::Open(const std::string& path,
   std::unique_ptr<FileDevice> dev(new FileDevice(path, closer.Release(), g));
   dev->direct_io_ = direct;
   dev->block_device_ = S_ISBLK(st.st_mode);
+  dev->read_only_ = options.read_only;
   dev->direct_io_reason_ = std::move(direct_reason);
 
   // The engine.  Only a ring that cannot be set up is a reason to fall back;
@@ -157,6 +161,11 @@ Result<std::unique_ptr<FileDevice>> FileDevice::Open(const std::string& path,
   dev->engine_ = IoEngine::kSync;
   dev->worker_ = std::make_unique<BlockDeviceWorker>("walfs-pwrite");
   return dev;
+}
+
+bool CannotOpenForWriting(const Status& open_error) {
+  const int err = open_error.ToErrno();
+  return err == EACCES || err == EPERM || err == EROFS;
 }
 
 std::string_view InMemoryFilesystem(int fd) {
@@ -193,8 +202,8 @@ std::string FileDevice::Describe() const {
   if (engine_ == IoEngine::kSync) engine += fmt::format(" ({})", engine_reason_);
   std::string direct = direct_io_ ? "O_DIRECT" : "buffered";
   if (!direct_io_reason_.empty()) direct += fmt::format(" ({})", direct_io_reason_);
-  return fmt::format("{}: {}, {}, {}-byte sectors, {} bytes", path_, engine, direct,
-                     logical_block_size(), size_bytes());
+  return fmt::format("{}: {}, {}{}, {}-byte sectors, {} bytes", path_, engine, direct,
+                     read_only_ ? ", read-only" : "", logical_block_size(), size_bytes());
 }
 
 std::uint64_t FileDevice::short_io_continued() const {
@@ -204,6 +213,10 @@ std::uint64_t FileDevice::short_io_continued() const {
 std::string FileDevice::Context(std::string_view op, std::uint64_t offset,
                                 std::size_t len) const {
   return fmt::format("{} [{}, +{}) on {}", op, offset, len, path_);
+}
+
+Status FileDevice::RefuseReadOnly(std::string_view what) const {
+  return Status::FromErrno(EROFS, fmt::format("{} refused: {} is open read-only", what, path_));
 }
 
 Status FileDevice::DoRead(std::uint64_t offset, std::byte* buf, std::size_t len) {
@@ -258,17 +271,20 @@ Status FileDevice::WriteAll(std::uint64_t offset, const std::byte* buf, std::siz
 
 Status FileDevice::DoWrite(std::uint64_t offset, const std::byte* buf, std::size_t len,
                            IoFlags flags) {
+  if (read_only_) return RefuseReadOnly(Context("write", offset, len));
   if ((flags & kIoPreflush) && ::fdatasync(fd_) != 0)
     return Status::FromErrno(errno, Context("preflush fdatasync before write", offset, len));
   return WriteAll(offset, buf, len, (flags & kIoFua) != 0);
 }
 
 Status FileDevice::DoFlush() {
+  if (read_only_) return RefuseReadOnly("flush");
   if (::fdatasync(fd_) != 0) return Status::FromErrno(errno, "fdatasync " + path_);
   return Status::Ok();
 }
 
 Status FileDevice::DoDiscard(std::uint64_t offset, std::uint64_t len) {
+  if (read_only_) return RefuseReadOnly(Context("discard", offset, len));
   int rc;
   do {
     if (block_device_) {
@@ -290,6 +306,7 @@ Status FileDevice::DoZero(std::uint64_t offset, std::uint64_t len) {
   // A hole reads as zeros and costs no space; BLKZEROOUT lets the device
   // zero without the data crossing the bus.  Where neither works (a
   // filesystem without holes, a device without the ioctl): zeros written.
+  if (read_only_) return RefuseReadOnly(Context("zeroing", offset, len));
   int rc;
   do {
     if (block_device_) {
@@ -307,6 +324,21 @@ Status FileDevice::DoZero(std::uint64_t offset, std::uint64_t len) {
 }
 
 void FileDevice::DoSubmit(std::vector<IoRequest> batch) {
+  if (read_only_ && uring_) {
+    // The pwrite worker refuses in DoWrite/DoFlush (Execute); the ring
+    // would hand a write to the kernel, which says EBADF.  So a write or
+    // flush becomes a zero-length read (a NOP in the ring) whose callback
+    // gets the EROFS: still in order, still on the completion thread.
+    for (IoRequest& r : batch) {
+      if (r.op == IoOp::kRead) continue;
+      Status refused = RefuseReadOnly(r.op == IoOp::kFlush ? std::string("flush")
+                                                           : Context("write", r.offset, r.len));
+      r = IoRequest::Read(r.offset, r.buf, 0,
+                          [done = std::move(r.done), refused = std::move(refused)](const Status&) {
+                            done(refused);
+                          });
+    }
+  }
   if (uring_) {
     uring_->Submit(std::move(batch));
     return;
@@ -327,6 +359,7 @@ Result<std::uint64_t> FileDevice::ProbeSize() {
 }
 
 Status FileDevice::DoGrow(std::uint64_t new_size) {
+  if (read_only_) return RefuseReadOnly(fmt::format("growing to {} bytes", new_size));
   WALFS_ASSIGN_OR_RETURN(const std::uint64_t actual, ProbeSize());
   if (actual >= new_size) return Status::Ok();
   if (block_device_)

@@ -30,6 +30,14 @@
 // io_alignment() (the device's DIO alignment); Validate() refuses others.  A
 // filesystem that refuses O_DIRECT (tmpfs) gets buffered I/O, reported in
 // direct_io() and Describe().
+//
+// A device opened `read_only` (O_RDONLY, for fsck.walfs -n, walfs-logprint,
+// walfs-admin's -l/-u and a read-only mount) works on an image nobody may
+// write: mode 0444 to its user, `chattr +i`, read-only media.  It refuses
+// every write, flush, discard, zero and grow with EROFS before anything is
+// attempted (a batched write's callback gets the EROFS, in order, on the
+// completion thread), so a caller that should write nothing learns at once
+// when it tries.
 #pragma once
 
 #include <atomic>
@@ -64,7 +72,16 @@ struct FileDeviceOptions {
   // Take the image lock (base/file_lock.h) for as long as the device is
   // open; EBUSY when another live process holds it.
   bool exclusive = false;
+  // O_RDONLY: reads only; everything that would change the image (or flush
+  // it) fails with EROFS.  Not with `create`.  The image lock still works:
+  // flock needs no write access.
+  bool read_only = false;
 };
+
+// Whether a FileDevice::Open failed because this process may not write the
+// image -- its mode bits (EACCES), `chattr +i` (EPERM), read-only media or
+// mount (EROFS) -- so that a read_only open may still work.
+bool CannotOpenForWriting(const Status& open_error);
 
 // Whether the file open at `fd` lives in memory (tmpfs or ramfs): its
 // filesystem's name when it does ("tmpfs"), empty otherwise.
@@ -72,10 +89,10 @@ std::string_view InMemoryFilesystem(int fd);
 
 class FileDevice final : public BlockDevice {
  public:
-  // Opens path O_RDWR|O_CLOEXEC.  NotFound, Permission etc. carry open()'s
-  // errno; a path that is neither a regular file nor a block device, an
-  // empty file, or size_bytes beyond the file without `create`, is
-  // InvalidArgument.
+  // Opens path O_RDWR|O_CLOEXEC (O_RDONLY with `read_only`).  NotFound,
+  // Permission etc. carry open()'s errno; a path that is neither a regular
+  // file nor a block device, an empty file, size_bytes beyond the file
+  // without `create`, or `create` with `read_only`, is InvalidArgument.
   static Result<std::unique_ptr<FileDevice>> Open(const std::string& path,
                                                   const FileDeviceOptions& options = {});
   // Waits for every submitted request and its callback, then closes the fd.
@@ -89,8 +106,8 @@ class FileDevice final : public BlockDevice {
   // device gets BLKDISCARD.  Either runs on the calling thread with either
   // engine (a discard is rare, and io_uring's fallocate would only hand the
   // same call to a kernel worker).  A filesystem or device that cannot
-  // discard returns NotSupported.
-  bool SupportsDiscard() const override { return true; }
+  // discard returns NotSupported.  A read-only device cannot (EROFS).
+  bool SupportsDiscard() const override { return !read_only_; }
   // A regular file's length (fstat), a block device's BLKGETSIZE64.
   Result<std::uint64_t> ProbeSize() override;
 
@@ -103,6 +120,8 @@ class FileDevice final : public BlockDevice {
   // Why O_DIRECT is off when it was asked for; empty otherwise.
   const std::string& direct_io_reason() const { return direct_io_reason_; }
   const std::string& path() const { return path_; }
+  // Opened with FileDeviceOptions::read_only.
+  bool read_only() const { return read_only_; }
   // How many short reads and writes were continued for their remainder, on
   // both paths (a count for tests and stats: short I/O is rare on files).
   std::uint64_t short_io_continued() const;
@@ -126,10 +145,13 @@ class FileDevice final : public BlockDevice {
   // The pwrite engine's and the synchronous calls' I/O loops.
   Status WriteAll(std::uint64_t offset, const std::byte* buf, std::size_t len, bool fua);
   std::string Context(std::string_view op, std::uint64_t offset, std::size_t len) const;
+  // EROFS for `what` (an op and its range) on a read-only device.
+  Status RefuseReadOnly(std::string_view what) const;
 
   const std::string path_;
   const int fd_;
   bool block_device_ = false;  // S_ISBLK: BLKDISCARD, not a punched hole
+  bool read_only_ = false;     // O_RDONLY: every change refused (RefuseReadOnly)
   bool direct_io_ = false;
   std::string direct_io_reason_;
   IoEngine engine_ = IoEngine::kSync;

@@ -198,12 +198,52 @@ void Filesystem::DestroyComponents() {
   log_.reset();
 }
 
+namespace {
+
+// A read-only mount writes nothing: no mount mark, no log write, no
+// clean-unmount record.  A clean log has nothing to replay, so it is opened
+// as norecovery opens it, never written (not even the stale blocks ahead
+// of its head cleared: nothing will be written after them).  A log that
+// needs replay is replayed, which writes, as XFS's ro mount does -- unless
+// the image could only be opened read-only (Mount), where it is refused.
+// A log that cannot be read is left to Log::Open, which says what to do.
+// `owned` is the device Mount opened (nullptr for MountDevice).
+Status ChooseReadOnlyLog(BlockDevice* device, const BlockDevice* owned, const format::Superblock& sb,
+                         const std::string& image, journal::LogOptions* lo) {
+  Result<bool> dirty = LogNeedsRecovery(device, sb);
+  if (!dirty.ok()) return Status::Ok();
+  if (!*dirty) {
+    lo->ignore = true;
+    return Status::Ok();
+  }
+  const auto* file = dynamic_cast<const FileDevice*>(owned);
+  if (file == nullptr || !file->read_only()) return Status::Ok();
+  return Status::InvalidArgument(fmt::format(
+      "{}: the log must be replayed (the image was not unmounted cleanly), and that needs write access, "
+      "which this process does not have to the image; mount with -o ro,norecovery to read the image as "
+      "last written back, without the log, or make the image writable and mount again",
+      image));
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Filesystem>> Filesystem::Mount(const MountOptions& options) {
   FileDeviceOptions fo;
   fo.engine = options.io_uring ? IoEngine::kAuto : IoEngine::kSync;
   fo.pwrite_in_memory = !options.io_uring_in_memory;
   fo.exclusive = true;  // one mount per image (base/file_lock.h)
-  WALFS_ASSIGN_OR_RETURN(std::unique_ptr<FileDevice> dev, FileDevice::Open(options.image, fo));
+  // norecovery reads the image and nothing else, so it opens it read-only
+  // and works on one nobody may write.  `ro` opens it for writing when it
+  // can, because a log that needs replay is replayed (as XFS's ro mount
+  // does), and read-only when it cannot; Start() then mounts it only if
+  // the log is clean.
+  fo.read_only = options.norecovery;
+  Result<std::unique_ptr<FileDevice>> opened = FileDevice::Open(options.image, fo);
+  if (!opened.ok() && options.read_only && !fo.read_only && CannotOpenForWriting(opened.status())) {
+    fo.read_only = true;
+    opened = FileDevice::Open(options.image, fo);
+  }
+  WALFS_ASSIGN_OR_RETURN(std::unique_ptr<FileDevice> dev, std::move(opened));
   std::unique_ptr<FaultDevice> fault;
   if (options.fault_injection) fault = std::make_unique<FaultDevice>(dev.get());
   BlockDevice* raw = fault ? static_cast<BlockDevice*>(fault.get()) : dev.get();
@@ -230,6 +270,8 @@ Status Filesystem::Start() {
   lo.lazy_push_ns = std::int64_t{options_.lazy_commit_ms} * 1'000'000;
   lo.inline_force_io = options_.inline_force_io;
   lo.ignore = options_.norecovery;
+  if (options_.read_only && !options_.norecovery)
+    WALFS_RETURN_IF_ERROR(ChooseReadOnlyLog(device_, owned_device_.get(), sb_, options_.image, &lo));
   Result<std::unique_ptr<journal::Log>> opened = journal::Log::Open(lo);
   if (!opened.ok() && opened.status().IsCorruption()) {
     // Say what can still be done with an image whose log cannot be replayed.

@@ -3,8 +3,9 @@
 // (`fsck -t walfs -a IMAGE`, an fstab pass number):
 //
 //   fsck.walfs IMAGE        recover a dirty log (left clean), check, report
-//   fsck.walfs -n IMAGE     check only, writing nothing: a dirty log is replayed
-//                           in memory and the image checked as it would leave it
+//   fsck.walfs -n IMAGE     check only, writing nothing (the image is opened
+//                           read-only): a dirty log is replayed in memory and
+//                           the image checked as it would leave it
 //   fsck.walfs -p IMAGE     preen (-a too): repair what is safe without asking;
 //                           an image marked clean is not checked unless -f
 //   fsck.walfs -y IMAGE     repair everything fsck.walfs can repair
@@ -66,10 +67,16 @@ int Run(int argc, char** argv) {
   if (auto code = cli::Parse(app, argc, argv, cli::kFsckUsageExit)) return *code;
   const bool preen = preen_a || preen_p;
 
-  // Never beside a mount: its image changes under the check.
-  auto dev = FileDevice::Open(image, {.exclusive = true});
+  // Never beside a mount: its image changes under the check.  -n opens
+  // the image read-only, so it checks one nobody may write (mode 0444,
+  // `chattr +i`, read-only media), as e2fsck -n and xfs_repair -n do.
+  auto dev = FileDevice::Open(image, {.exclusive = true, .read_only = no_change});
   if (!dev.ok()) {
-    fmt::print(stderr, "fsck.walfs: {}: {}\n", image, dev.status().message());
+    fmt::print(stderr, "fsck.walfs: {}: {}{}\n", image, dev.status().message(),
+               !no_change && CannotOpenForWriting(dev.status())
+                   ? "; recovering and repairing need write access to the image: fsck.walfs -n "
+                     "checks it without writing"
+                   : "");
     return kExitOperational;
   }
   fs::FsckOptions o;

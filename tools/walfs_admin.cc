@@ -12,7 +12,8 @@
 // with: a new UUID moves the old one to the superblock's meta_uuid, as XFS
 // v5 does (fs/format/superblock_format.h).  A change needs the log clean --
 // a log still to be replayed holds changes made under the old superblock --
-// as xfs_admin does; printing does not.  Like mkfs.walfs and fsck.walfs it
+// as xfs_admin does; printing does not, and opens the image read-only (it
+// works on an image its user may not write).  Like mkfs.walfs and fsck.walfs it
 // holds the image lock (base/file_lock.h) throughout, so it refuses an image
 // a walfs daemon has mounted or another tool is using.  Exit status: 0 done,
 // 1 refused or failed (one line saying why, nothing changed), 2 a usage
@@ -102,14 +103,20 @@ int Run(int argc, char** argv) {
 
   // The lock for as long as the device is open: a mounted image changes
   // under us, and a daemon would write its own superblock back over ours.
-  auto dev = FileDevice::Open(image, {.exclusive = true});
+  // Only showing opens it read-only, so -l and -u work on an image nobody
+  // may write (mode 0444, `chattr +i`, read-only media), as xfs_db -r does.
+  const bool changing = set_label->count() || set_uuid->count();
+  auto dev = FileDevice::Open(image, {.exclusive = true, .read_only = !changing});
   if (!dev.ok()) {
-    fmt::print(stderr, "{}: {}\n", kProgram, dev.status().message());
+    fmt::print(stderr, "{}: {}{}\n", kProgram, dev.status().message(),
+               changing && CannotOpenForWriting(dev.status())
+                   ? "; -L and -U rewrite the superblock, which needs write access to the image "
+                     "(-l and -u alone do not); nothing changed"
+                   : "");
     return kExitFail;
   }
   auto sb = fs::ReadSuperblock(dev->get());
   if (!sb.ok()) return fail(fmt::format("{}; nothing changed", sb.status().message()));
-  const bool changing = set_label->count() || set_uuid->count();
   if (changing) {
     auto dirty = fs::LogNeedsRecovery(dev->get(), *sb);
     if (!dirty.ok())

@@ -24,7 +24,8 @@
 // geometry tell.
 //
 // Like xfsprogs' logprint it links the journal library and parses nothing
-// itself.
+// itself.  It opens the file read-only, so it prints an image its user may
+// not write (mode 0444, `chattr +i`, read-only media).
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -171,8 +172,8 @@ int PrintWholeLog(const LogRegion& region, const LogPosition& pos, const std::op
 
 int Run(const std::string& path, std::uint64_t offset, std::uint32_t sectors, bool transactional,
         bool keep_going, bool all) {
-  FileDeviceOptions options;
-  auto dev = FileDevice::Open(path, options);
+  // Read-only, as xfs_logprint: it works on an image nobody may write.
+  auto dev = FileDevice::Open(path, {.read_only = true});
   if (!dev.ok()) {
     fmt::print(stderr, "walfs-logprint: {}: {}\n", path, dev.status().message());
     return kExitUsage;
