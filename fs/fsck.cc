@@ -24,6 +24,7 @@
 #include "fs/dir.h"
 #include "fs/filesystem.h"
 #include "fs/format/inode_format.h"
+#include "fs/fsck_chunks.h"
 #include "fs/fsck_log.h"
 #include "fs/mkfs.h"
 #include "fs/posix_acl.h"
@@ -78,9 +79,23 @@ class Checker {
 
   Status Run() {
     WALFS_RETURN_IF_ERROR(ReadSuperblock());
+    const Status replayable = journal::RecoverLog(DryRunOptions()).status();
+    // A log recovery cannot replay still holds changes the metadata on disk
+    // lacks, and a `-o ro,norecovery` mount can still read that metadata.
+    // Repairing it now (-y, -p) would rewrite it as if the log held nothing
+    // -- dropping the entries whose inodes only the log completes -- and
+    // take from the person the choice xfs_repair leaves them: copy out
+    // first, then -L.  So nothing is written until -L settles the log.
+    if (o_.repair && !o_.zero_log && !replayable.ok()) {
+      r_->log_unreplayable = true;
+      Problem(fmt::format("the log cannot be replayed ({}); repairing now would lose what it holds: mount "
+                          "with -o ro,norecovery to copy data out first, then run fsck.walfs -L",
+                          replayable.message()));
+      return Status::Ok();
+    }
     // -L zeroes only a log that recovery cannot replay: one it can is
     // recovered below, losing nothing.
-    if (o_.zero_log && !journal::RecoverLog(DryRunOptions()).ok()) {
+    if (o_.zero_log && !replayable.ok()) {
       // Said before the log is touched, so a failed rewrite still says it.
       WALFS_ASSIGN_OR_RETURN(std::string lost, DescribeLogLoss(dev_, r_->sb));
       if (!lost.empty()) {  // a clean log is left alone
@@ -102,6 +117,7 @@ class Checker {
     Phase(2, "allocation groups and inodes");
     expected_chunks_ = std::max<std::uint64_t>(1, r_->sb.icount / std::max<std::uint32_t>(1, r_->sb.inodes_per_chunk));
     for (std::uint32_t agno = 0; agno < r_->sb.ag_count; ++agno) WALFS_RETURN_IF_ERROR(ScanAg(agno));
+    WALFS_RETURN_IF_ERROR(FindUnlistedChunks());
     // Leaked blocks are freed (-y) only when every owner was read without
     // trouble: a damaged inode's blocks would look leaked.
     Advance(2, 1);
@@ -248,8 +264,9 @@ class Checker {
     if (!rr.ok()) {
       // The metadata is then checked as last written back; say what can
       // still be done with the log.
-      Problem(fmt::format("log: {}; the log cannot be replayed: run fsck.walfs -L to zero it (what it "
-                          "holds is lost), or mount with -o norecovery to read the image as last written back",
+      Problem(fmt::format("log: {}; the log cannot be replayed: mount with -o ro,norecovery to copy data "
+                          "out first (the image as last written back), then run fsck.walfs -L to zero it "
+                          "(what it holds is lost)",
                           rr.status().message()));
       return Status::Ok();
     }
@@ -363,6 +380,68 @@ class Checker {
         WALFS_RETURN_IF_ERROR(dev_->Write((start + AgImapStart(sb) + i) * sb.block_size, b.data(), b.size()));
       }
     }
+    return Status::Ok();
+  }
+
+  // The inode chunks the map on disk does not list (fs/fsck_chunks.h: a
+  // map written back less often than the chunks and directories it
+  // describes), found from what names their inodes -- directory entries
+  // and unlinked lists -- and checked like the listed ones; each found
+  // chunk's directories may name more.  Which is the truth when the map
+  // and the inodes disagree (docs/disk_format.md): the inodes, both ways.
+  // A chunk whose inodes read is a chunk, listed or not; an inode that
+  // reads in use is in use whatever its map bit says (freeing it would
+  // drop every entry naming it, and hand it out again over a live file),
+  // and one that reads free is free (the map bit of an allocation whose
+  // inode never reached the disk).  With `repair` the chunk is added to the
+  // map, its free mask from its inodes; free space follows from what they
+  // claim (CompareBitmap).
+  Status FindUnlistedChunks() {
+    const Superblock& sb = r_->sb;
+    std::set<std::uint64_t> tried;  // chunks' first blocks, each read once
+    for (bool found = true; found;) {
+      found = false;
+      std::vector<std::uint64_t> named;
+      for (const auto& [ino, info] : inodes_) {
+        for (const DirEntry& e : info.entries) named.push_back(e.ino);
+        named.push_back(info.next_unlinked);
+      }
+      for (const AgState& ag : ags_)
+        if (ag.header_ok) named.push_back(ag.header.unlinked_head);
+      for (const std::uint64_t ino : named) {
+        if (ino == 0 || inodes_.contains(ino)) continue;
+        const std::optional<ChunkAt> at = ChunkHolding(sb, ino);
+        if (!at || !tried.insert(at->first_block).second) continue;
+        // A listed chunk (a free inode in it), or blocks something else
+        // owns: not a chunk the map lost.
+        bool owned = false;
+        for (std::uint32_t b = 0; b < sb.blocks_per_chunk(); ++b) owned = owned || claimed_[at->first_block + b];
+        if (owned) continue;
+        WALFS_ASSIGN_OR_RETURN(std::optional<ImapRecord> rec, ReadUnlistedChunk(dev_, sb, *at, ino));
+        if (!rec) continue;  // never written: what names it is dangling
+        WALFS_RETURN_IF_ERROR(AddUnlistedChunk(*at, *rec));
+        found = true;
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status AddUnlistedChunk(const ChunkAt& at, ImapRecord rec) {
+    const Superblock& sb = r_->sb;
+    AgState& ag = ags_[at.agno];
+    const std::uint64_t first_ino = at.first_block * sb.inodes_per_block();
+    const std::size_t problem = r_->problems.size();
+    r_->problems.push_back({fmt::format("AG {}: the inode chunk at block {} (inodes {}-{}, {} in use) is missing "
+                                        "from the inode map",
+                                        at.agno, at.first_block, first_ino, first_ino + sb.inodes_per_chunk - 1,
+                                        sb.inodes_per_chunk - rec.free_count),
+                            false});
+    ++ag.chunks;
+    WALFS_RETURN_IF_ERROR(ScanChunk(at.agno, &rec));  // may repair its inodes, and the mask with them
+    if (!o_.repair) return Status::Ok();
+    WALFS_ASSIGN_OR_RETURN(const bool added, AddImapRecord(dev_, sb, at.agno, ag.imap_on_disk, rec));
+    if (added) Repaired(problem, "added");
+    else r_->problems[problem].message += ": the map has no room for it (left to a person)";
     return Status::Ok();
   }
 

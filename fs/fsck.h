@@ -11,9 +11,18 @@
 //      dirty log is reported, replayed onto an in-memory overlay of the
 //      device, and the image is checked as the log would leave it, with
 //      nothing written;
+//      With `repair` but not `zero_log` (fsck -y, -p), a log recovery
+//      cannot replay stops the check before anything is written: repairing
+//      the metadata as last written back would lose what the log holds,
+//      and a `-o ro,norecovery` mount could still copy it out (xfs_repair
+//      refuses a dirty log the same way).  Exit 4: a problem left for a
+//      person, who chooses -L;
 //   2. each AG: header, bitmap and inode map blocks verify;
-//   3. each inode chunk: every inode decodes; the map's free mask agrees
-//      with which inodes are in use; every B+tree an inode roots is walked
+//   3. each inode chunk the map lists, and each it does not but something
+//      names (a directory entry, an unlinked list: fs/fsck_chunks.h, a map
+//      written back less often than the chunks): every inode decodes; the
+//      map's free mask agrees with which inodes are in use (the inodes are
+//      the truth both ways); every B+tree an inode roots is walked
 //      (nodes verified, owned, in key order), and each directory entry and
 //      each xattr name sits under its name's hash, and each POSIX ACL
 //      (system.posix_acl_*) decodes, a default one only on a directory;
@@ -32,7 +41,8 @@
 // (only when every owner was read); blocks something owns that the bitmap
 // calls free marked in use; inode-map records corrected from the inodes
 // (the inode is the truth: one in use that the map calls free would be
-// handed out again); link counts set to the links found.  With
+// handed out again), and chunks the map lacks added to it; link counts set
+// to the links found.  With
 // `clear_and_reconnect` too (fsck -y, -L; not preen), what changes which
 // files there are: an inode whose CRC alone is wrong gets it recomputed,
 // one that does not read is cleared; entries naming inodes not in use are
@@ -102,6 +112,9 @@ struct FsckReport {
   std::uint64_t log_transactions = 0;  // how many (0 for a clean log)
   bool replayed = false;        // replayed onto the image, the log closed clean
   bool replayed_in_memory = false;  // -n: replayed onto an overlay, the image untouched
+  // -y or -p without -L over a log recovery cannot replay: refused, nothing
+  // checked and nothing written (the one problem says why and what to do).
+  bool log_unreplayable = false;
   bool marked_clean = false;    // the superblock's counters stored and its clean flag set
   bool skipped = false;         // skip_if_clean: the image was clean, nothing past the log checked
   std::uint64_t inodes_in_use = 0;

@@ -10,7 +10,9 @@
 //                           an image marked clean is not checked unless -f
 //   fsck.walfs -y IMAGE     repair everything fsck.walfs can repair
 //   fsck.walfs -L IMAGE     zero a log recovery cannot replay (saying what is
-//                           lost), then check and repair
+//                           lost), then check and repair; -y and -p refuse
+//                           such a log (exit 4, nothing written) and say to
+//                           copy out with -o ro,norecovery first, then -L
 //   fsck.walfs -C ...       progress on stderr: a line per phase, and on a
 //                           terminal the phase's percentage
 //
@@ -96,6 +98,14 @@ int Run(int argc, char** argv) {
   if (!report.ok()) {
     fmt::print(stderr, "fsck.walfs: {}: {}\n", image, report.status().message());
     return kExitOperational;
+  }
+  if (report->log_unreplayable) {
+    // Refused before anything was written (fs/fsck.h).  4, not 8: the check
+    // ran and found a problem it leaves to a person (fsck.xfs's answer to
+    // xfs_repair's dirty-log refusal), so a boot drops to a shell for one
+    // to choose -L; 8 says the checker itself failed.
+    fmt::print(stderr, "fsck.walfs: {}: {}\n", image, report->problems.front().message);
+    return report->ExitCode();
   }
   if (report->skipped) {
     // e2fsck -p's line for a clean filesystem: from the superblock's

@@ -313,6 +313,17 @@ TEST_F(FsckWalfs, ZeroingADamagedLogSaysWhatIsLostAndLaterCrashesStillRecover) {
   EXPECT_EQ(n.exit_code, 4) << n.out;
   EXPECT_NE(n.out.find(": log: "), std::string::npos) << n.out;
   EXPECT_NE(n.out.find("run fsck.walfs -L to zero it"), std::string::npos) << "the way out is named: " << n.out;
+  // -y and -p refuse the log before writing anything, in one line naming
+  // the way out (issue 24: -y removed entries first, then named -L).
+  for (const char* repair : {"-y ", "-p "}) {
+    ToolRun y = Sh(Fsck(repair + image_));
+    EXPECT_EQ(y.exit_code, 4) << repair << y.out;
+    EXPECT_NE(y.out.find("the log cannot be replayed"), std::string::npos) << y.out;
+    EXPECT_NE(y.out.find("mount with -o ro,norecovery to copy data out first, then run fsck.walfs -L"),
+              std::string::npos)
+        << y.out;
+    EXPECT_EQ(std::count(y.out.begin(), y.out.end(), '\n'), 1) << "one line: " << y.out;
+  }
   const std::string refused = MountSays();
   EXPECT_EQ(refused.find("mounted"), std::string::npos) << "the damaged log was not refused";
   EXPECT_NE(refused.find("-o norecovery"), std::string::npos) << "the way out is named: " << refused;
