@@ -158,15 +158,15 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
   const std::uint64_t fino = s->ToFs(ino);
   if (s->session_io().killpriv_v2()) {  // mount/setid_kill.h: the kernel left it to walfs
     const SetidCaller caller = SetidCallerOf(req);
-    const bool chown = (mask & (fs::kSetUid | fs::kSetGid)) && !(mask & fs::kSetMode);
+    const bool changes_owner = (mask & (fs::kSetUid | fs::kSetGid)) && !(mask & fs::kSetMode);
     // The kernel flags a chown of a regular file too, whoever asks (even
     // with CAP_FSETID): there the flag means "apply the chown rule", which
     // follows.  Only a truncate's flag says the caller lacks CAP_FSETID.
-    if (SessionIo::KillSuidgid() && (!chown || (mask & fs::kSetSize))) {
+    if (SessionIo::KillSuidgid() && (!changes_owner || (mask & fs::kSetSize))) {
       if (Result<bool> k = DropPrivilegesForWrite(s->fs(), fino, caller); !k.ok())
         return ReplyErr(req, k.status());
     }
-    if (chown) {
+    if (changes_owner) {
       std::uint32_t new_gid = attr->st_gid;
       if (!(mask & fs::kSetGid)) {
         Result<struct stat> cur = s->fs()->GetAttr(fino);
@@ -403,7 +403,13 @@ void Lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, fuse_file_info
   // file being written (cp, tar --sparse, rsync) would lose it.  While
   // anyone writes the file through the cache, have the kernel write its
   // pages from `off` on back first (mount/writeback_guard.h).
-  if (s->writeback().HasCachedWriters(ino)) s->WriteBackCached(ino, off);
+  if (s->writeback().HasCachedWriters(ino)) {
+    // With one worker nobody would serve the write-back's WRITEs: refuse
+    // instead, and the kernel stops asking and calls every byte before
+    // its size data (fuse_lseek's ENOSYS fallback), never a hole.
+    if (!s->other_workers_serve()) return (void)FailErrno(req, ENOSYS);
+    s->WriteBackCached(ino, off);
+  }
   Result<std::uint64_t> r = s->fs()->Lseek(s->ToFs(ino), static_cast<std::uint64_t>(off), whence);
   if (!r.ok()) return ReplyErr(req, r.status());
   fuse_reply_lseek(req, static_cast<off_t>(*r));

@@ -49,6 +49,10 @@ class FuseServer {
   // byte `from` on; returns once they reached walfs.  Never from a handler
   // of a WRITE: the write-back needs other workers.
   void WriteBackCached(fuse_ino_t ino, off_t from);
+  // Whether a handler may wait for a request another worker serves (false
+  // for `-s` or max_threads=1): WriteBackCached needs one.
+  void SetOtherWorkersServe(bool yes) { other_workers_serve_.store(yes, std::memory_order_relaxed); }
+  bool other_workers_serve() const { return other_workers_serve_.load(std::memory_order_relaxed); }
   // After the free space changed: entering low space makes every file open
   // through the page cache ask before its next write (WritebackGuard).
   void NoteSpace();
@@ -78,6 +82,7 @@ class FuseServer {
   std::atomic<fuse_session*> session_{nullptr};
   WritebackGuard writeback_;
   std::atomic<bool> writeback_granted_{false};
+  std::atomic<bool> other_workers_serve_{true};
   SessionIo session_io_;
   std::unique_ptr<ControlDir> control_;
   PollNotifier polls_;  // after control_: it asks control_ until stopped

@@ -468,6 +468,7 @@ int main(int argc, char** argv) {
   }
   server.SetSession(se);
   server.LearnDirtyBound(cmd.mountpoint);
+  server.SetOtherWorkersServe(!cmd.singlethread && cmd.max_threads > 1);
   if (walfs::Status io = walfs::mount::SessionIo::Attach(se); !io.ok()) {
     fuse_session_unmount(se);
     fuse_remove_signal_handlers(se);

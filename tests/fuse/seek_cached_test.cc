@@ -124,5 +124,30 @@ TEST_F(SeekCached, AFileNobodyWritesKeepsItsHoles) {
   close(r);
 }
 
+// With one worker nobody could serve the write-back a cached writer's
+// LSEEK needs: walfs refuses it (ENOSYS) and the kernel answers from then
+// on by itself, calling everything before the end of file data.
+class SeekCachedOneWorker : public SeekCached {
+ public:
+  static void SetUpTestSuite() { MountSuite({.options = {"max_threads=1"}}); }
+};
+
+TEST_F(SeekCachedOneWorker, ALiveFileIsAllDataAndCopiesWhole) {
+  const int w = open(Path("live").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_SYS(w);
+  ASSERT_SYS(ftruncate(w, 16 * kMiB));
+  ASSERT_EQ(pwrite(w, "live", 4, 8 * kMiB), 4);
+  const int r = open(Path("live").c_str(), O_RDONLY);
+  ASSERT_SYS(r);
+  const off_t data = lseek(r, 0, SEEK_DATA);
+  EXPECT_GE(data, 0) << strerrorname_np(errno);
+  EXPECT_LE(data, 8 * kMiB);
+  std::string want(16 * kMiB, '\0');
+  want.replace(8 * kMiB, 4, "live");
+  EXPECT_TRUE(SparseCopy(r, 16 * kMiB) == want);
+  close(r);
+  close(w);
+}
+
 }  // namespace
 }  // namespace walfs::testing
