@@ -157,13 +157,12 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
   if (to_set & FUSE_SET_ATTR_CTIME) mask |= fs::kSetCtime;
   const std::uint64_t fino = s->ToFs(ino);
   if (s->session_io().killpriv_v2()) {  // mount/setid_kill.h: the kernel left it to walfs
-    const SetidCaller caller = SetidCallerOf(req);
     const bool changes_owner = (mask & (fs::kSetUid | fs::kSetGid)) && !(mask & fs::kSetMode);
     // The kernel flags a chown of a regular file too, whoever asks (even
     // with CAP_FSETID): there the flag means "apply the chown rule", which
     // follows.  Only a truncate's flag says the caller lacks CAP_FSETID.
     if (SessionIo::KillSuidgid() && (!changes_owner || (mask & fs::kSetSize))) {
-      if (Result<bool> k = DropPrivilegesForWrite(s->fs(), fino, caller); !k.ok())
+      if (Result<bool> k = DropPrivilegesForWrite(s->fs(), fino, SetidCallerOf(req)); !k.ok())
         return ReplyErr(req, k.status());
     }
     if (changes_owner) {
@@ -173,7 +172,8 @@ void SetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse
         if (!cur.ok()) return ReplyErr(req, cur.status());
         new_gid = cur->st_gid;
       }
-      if (Status k = DropPrivilegesForChown(s->fs(), fino, new_gid, caller); !k.ok()) return ReplyErr(req, k);
+      if (Status k = DropPrivilegesForChown(s->fs(), fino, new_gid, SetidCallerOf(req)); !k.ok())
+        return ReplyErr(req, k);
     }
   }
   Result<struct stat> r = s->fs()->SetAttr(fino, *attr, mask);
