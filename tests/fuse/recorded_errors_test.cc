@@ -63,7 +63,7 @@ TEST_F(RecordedErrors, DamageFoundWhileMountedMakesPreenCheckAndTheNextMountWarn
   // The mount meets the damage: EUCLEAN, and a message naming the fsck
   // command for this image.
   ASSERT_EQ(mount_.Mount({}), "");
-  const ToolRun find = RunTool("timeout -s KILL 60 find " + mount_.mountpoint() + " >/dev/null");
+  const ToolRun find = RunTool("{ timeout -s KILL 60 find " + mount_.mountpoint() + " 2>&1 >/dev/null; }");
   EXPECT_NE(find.exit_code, 0);
   EXPECT_NE(find.out.find("Structure needs cleaning"), std::string::npos) << find.out;
   const std::string messages = Slurp(mount_.mountpoint() + "/.walfs/messages");
