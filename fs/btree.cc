@@ -61,8 +61,10 @@ struct KeyRange {
 };
 
 Status Bad(const Options& o, std::uint64_t blkno, std::string_view why) {
-  return Status::Corruption(fmt::format("{} B+tree of inode {}: block {}: {}",
-                                        format::BlockTypeName(o.type), o.owner, blkno, why));
+  Status s = Status::Corruption(fmt::format("{} B+tree of inode {}: block {}: {}",
+                                            format::BlockTypeName(o.type), o.owner, blkno, why));
+  if (o.cache != nullptr) o.cache->ReportDamage(fmt::format("{} B+tree", format::BlockTypeName(o.type)), o.owner, blkno, s);
+  return s;
 }
 
 Result<BufRef> ReadNode(const Options& o, std::uint64_t blkno) {

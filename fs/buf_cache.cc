@@ -147,17 +147,45 @@ Result<BufRef> BufCache::Lookup(std::uint64_t blkno, BlockType type, bool read) 
     std::fill(item->data().begin(), item->data().end(), std::byte{0});
   }
   item->Unlock();
-  MutexLock l(&mu_);
   if (!s.ok()) {
-    if (s.IsCorruption()) ++stats_.verify_failures;
-    map_.erase(blkno);
-    loaded_cv_.SignalAll();
+    {
+      MutexLock l(&mu_);
+      if (s.IsCorruption()) ++stats_.verify_failures;
+      map_.erase(blkno);
+      loaded_cv_.SignalAll();
+    }
+    // Outside the cache lock: whoever is told may log a message.
+    if (s.IsCorruption() || s.code() == StatusCode::kIoError)
+      ReportDamage(s.IsCorruption() ? DamageWhat(type, s) : "I/O error on read", 0, blkno, s);
     return s;
   }
+  MutexLock l(&mu_);
   map_.at(blkno).loaded = true;
   loaded_cv_.SignalAll();
   EvictLocked();
   return BufRef(this, item);
+}
+
+void BufCache::ReportDamage(std::string_view what, std::uint64_t ino, std::uint64_t blkno, const Status& s) const {
+  if (options_.on_damage) options_.on_damage(what, ino, blkno, s);
+}
+
+std::string BufCache::DamageWhat(BlockType type, const Status& s) {
+  std::string_view name = "metadata block";
+  switch (type) {
+    case BlockType::kSuper: name = "superblock"; break;
+    case BlockType::kAgHeader: name = "AG header"; break;
+    case BlockType::kBitmap: name = "AG bitmap block"; break;
+    case BlockType::kImap: name = "AG inode map block"; break;
+    case BlockType::kInodes: name = "inode block"; break;
+    case BlockType::kDirectory: name = "directory block"; break;
+    case BlockType::kExtents: name = "extent map block"; break;
+    case BlockType::kXattr: name = "xattr block"; break;
+    case BlockType::kRaw: break;
+  }
+  // The checksum is the most common finding, and the one worth naming.
+  const bool crc = s.message().find("CRC") != std::string_view::npos;
+  return fmt::format("{}{}", name, crc ? " CRC" : "");
 }
 
 Status BufCache::Verify(std::uint64_t blkno, BlockType type, std::span<const std::byte> block) const {

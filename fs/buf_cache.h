@@ -18,8 +18,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "base/block_device.h"
@@ -71,6 +74,13 @@ class BufCache {
     journal::Log* log = nullptr;
     const format::Superblock* sb = nullptr;
     std::size_t capacity = 8192;  // buffers kept when clean and unreferenced
+    // Told of every block that fails its checks or cannot be read, and of
+    // the damage its users find inside blocks (ReportDamage): the mounted
+    // filesystem's ErrorRecorder.  Called on the reader's thread, with
+    // whatever locks it holds; it must not wait on any of them.  Empty:
+    // nobody is told.
+    std::function<void(std::string_view what, std::uint64_t ino, std::uint64_t blkno, const Status& s)>
+        on_damage = nullptr;
   };
   explicit BufCache(const Options& options);
   ~BufCache();
@@ -87,6 +97,11 @@ class BufCache {
 
   BufCacheStats Stats() const;
 
+  // Damage found in a block read through this cache, by whoever decodes
+  // it (an inode, a B+tree's keys): passed to Options::on_damage.  `what`
+  // is a few words ("inode decode"), `ino`/`blkno` 0 when not known.
+  void ReportDamage(std::string_view what, std::uint64_t ino, std::uint64_t blkno, const Status& s) const;
+
  private:
   friend class BufRef;
   struct Entry {
@@ -99,6 +114,8 @@ class BufCache {
 
   Result<BufRef> Lookup(std::uint64_t blkno, format::BlockType type, bool read);
   Status Verify(std::uint64_t blkno, format::BlockType type, std::span<const std::byte> block) const;
+  // A few words for a block of `type` that failed its checks with `s`.
+  static std::string DamageWhat(format::BlockType type, const Status& s);
   void Unref(journal::BufLogItem* item);
   void EvictLocked() REQUIRES(mu_);
   static bool Evictable(const journal::BufLogItem& item);

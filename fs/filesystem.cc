@@ -182,6 +182,9 @@ Filesystem::Filesystem(BlockDevice* device, std::unique_ptr<BlockDevice> owned,
 }
 
 Filesystem::~Filesystem() {
+  // No record is logged once the log halts (a crash: what the log already
+  // holds is what the next mount recovers).
+  if (errors_) errors_->Stop(false);
   if (log_ && !unmounted_.load()) log_->Halt();
   DestroyComponents();
 }
@@ -307,7 +310,12 @@ Status Filesystem::Start() {
         journal::LsnString(at.head), at.trimmed_records, at.trimmed_records == 1 ? "record" : "records",
         at.hole_sectors);
   if (!options_.read_only) WALFS_RETURN_IF_ERROR(MarkMounted(device_, &sb_, Now().sec));
-  cache_ = std::make_unique<BufCache>(BufCache::Options{device_, log_.get(), &sb_, options_.buffer_cache});
+  StartErrorRecorder();
+  cache_ = std::make_unique<BufCache>(BufCache::Options{
+      device_, log_.get(), &sb_, options_.buffer_cache,
+      [this](std::string_view what, std::uint64_t ino, std::uint64_t blkno, const Status& s) {
+        errors_->Note(what, ino, blkno, s);
+      }});
   alloc_ = std::make_unique<Allocator>(cache_.get(), log_.get(), &sb_);
   ialloc_ = std::make_unique<InodeAllocator>(cache_.get(), alloc_.get(), &sb_);
   icache_ = std::make_unique<InodeCache>(ialloc_.get(), [log = log_.get()] { return log->cil().current_seq(); });
@@ -346,6 +354,8 @@ std::string Filesystem::Describe() const {
 Status Filesystem::Unmount() {
   if (unmounted_.exchange(true)) return Status::Ok();
   Status s;
+  // The record's last update goes in before the log closes.
+  if (errors_) errors_->Stop(!options_.read_only && !log_->IsShutdown());
   if (log_->IsShutdown()) {
     // Nothing more may be written: the next mount recovers the log.
     s = log_->status();
@@ -362,6 +372,9 @@ Status Filesystem::Unmount() {
     log_->Halt();
   }
   DestroyComponents();
+  // The clean unmount rewrites the superblock from sb_: with the record
+  // as the log left it, or one the log could not take.
+  if (errors_) sb_.errors = errors_->record();
   if (s.ok() && !options_.read_only) s = MarkUnmountedClean(device_, &sb_);
   const std::string name = options_.image.empty() ? device_->Describe() : options_.image;
   if (s.ok()) {

@@ -31,6 +31,7 @@
 #include "fs/alloc.h"
 #include "fs/buf_cache.h"
 #include "fs/dir.h"
+#include "fs/error_recorder.h"
 #include "fs/file_map.h"
 #include "fs/format/superblock_format.h"
 #include "fs/ialloc.h"
@@ -161,6 +162,10 @@ class Filesystem {
   bool read_only() const { return options_.read_only; }
   const format::Superblock& superblock() const { return sb_; }
   std::string Describe() const;  // one line: device, geometry, recovery
+  // The damage found while mounted, this mount's and earlier ones' since
+  // the last repair: the superblock's error record as it is in memory
+  // (fs/error_recorder.h).
+  format::ErrorRecord recorded_errors() const;
   // The fault injector of a mount with MountOptions::fault_injection, else null.
   FaultDevice* fault_device() const { return fault_device_.get(); }
 
@@ -284,6 +289,11 @@ class Filesystem {
              const MountOptions& options);
   Status Start();
   void DestroyComponents();
+  // The superblock's error record (filesystem_errors.cc): the recorder
+  // started at mount (a warning when the image has one already), and the
+  // transaction that logs the record.
+  void StartErrorRecorder();
+  Status LogErrorRecord(const format::ErrorRecord& r);
   Status ProcessUnlinkedLists();
   // One growfs transaction: the old last AG `last` from `from` to `to`
   // blocks long, the superblock's geometry to `geo`'s, and `added_free`
@@ -386,6 +396,8 @@ class Filesystem {
   MountOptions options_;
   format::Superblock sb_;
   std::unique_ptr<journal::Log> log_;
+  // Before cache_: the cache tells it of damage until the cache is gone.
+  std::unique_ptr<ErrorRecorder> errors_;
   std::unique_ptr<BufCache> cache_;
   std::unique_ptr<Allocator> alloc_;
   std::unique_ptr<InodeAllocator> ialloc_;

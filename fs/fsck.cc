@@ -106,6 +106,15 @@ class Checker {
     }
     Phase(1, "log");
     WALFS_RETURN_IF_ERROR(CheckLog());
+    // Damage a mount found is checked for even on an image marked clean
+    // (e2fsck -p checks a filesystem whose s_error_count is set).  The
+    // problem is repaired -- the record cleared -- by CheckImage once
+    // nothing else is left (ClearErrorRecord).
+    if (!r_->sb.errors.empty()) {
+      r_->recorded_errors = r_->sb.errors;
+      r_->errors_problem = r_->problems.size();
+      Problem(fmt::format("errors were recorded while mounted: {}", ErrorRecordString(r_->sb.errors)));
+    }
     if (o_.skip_if_clean && !o_.zero_log && r_->sb.clean() && log_was_clean_ && r_->problems.empty()) {
       r_->skipped = true;
       return Status::Ok();
@@ -121,7 +130,8 @@ class Checker {
     // Leaked blocks are freed (-y) only when every owner was read without
     // trouble: a damaged inode's blocks would look leaked.
     Advance(2, 1);
-    claims_complete_ = r_->problems.empty();
+    // (The error record is no trouble reading an owner.)
+    claims_complete_ = r_->problems.size() == (r_->errors_problem < r_->problems.size() ? 1u : 0u);
     Phase(3, "block ownership");
     for (std::uint32_t agno = 0; agno < r_->sb.ag_count; ++agno) {
       WALFS_RETURN_IF_ERROR(CompareBitmap(agno));
@@ -1045,6 +1055,7 @@ class Checker {
   bool MountRepairable() const {
     if (drops_.empty() && orphans_.empty()) return false;
     std::set<std::size_t> ok = mount_repairable_;
+    if (r_->errors_problem != SIZE_MAX) ok.insert(r_->errors_problem);  // cleared at the end
     for (const Drop& d : drops_) ok.insert(d.problem);
     for (const auto& o : orphans_) ok.insert(o.second);
     for (std::size_t i = 0; i < r_->problems.size(); ++i)
@@ -1137,13 +1148,34 @@ Result<FsckReport> CheckImage(BlockDevice* device, const FsckOptions& options) {
     const std::size_t base = kept.size();
     for (FsckProblem& p : next.problems) kept.push_back(std::move(p));
     r.problems = std::move(kept);
+    r.recorded_errors = next.recorded_errors;
+    r.errors_problem = next.errors_problem == SIZE_MAX ? SIZE_MAX : base + next.errors_problem;
     r.inodes_in_use = next.inodes_in_use;
     r.directories = next.directories;
     r.blocks_in_use = next.blocks_in_use;
     c->Rebase(&r, base);
     if (!progress) break;
   }
+  if (s.ok() && options.repair) WALFS_RETURN_IF_ERROR(ClearErrorRecord(device, &r));
   return r;
+}
+
+Status ClearErrorRecord(BlockDevice* device, FsckReport* r) {
+  if (r->recorded_errors.empty() || r->errors_problem >= r->problems.size()) return Status::Ok();
+  FsckProblem& p = r->problems[r->errors_problem];
+  for (const FsckProblem& other : r->problems)
+    if (&other != &p && !other.repaired) return Status::Ok();  // still damaged: fsck is not done
+  std::vector<std::byte> b(kSuperSize);
+  WALFS_RETURN_IF_ERROR(device->Read(0, b.data(), b.size()));
+  char* sp = reinterpret_cast<char*>(b.data());
+  EncodeErrorRecord(ErrorRecord{}, sp + kSuperErrorsOffset);
+  SealSuperblock(b);
+  WALFS_RETURN_IF_ERROR(device->Write(0, b.data(), b.size()));
+  WALFS_RETURN_IF_ERROR(device->Flush());
+  p.repaired = true;
+  p.message += "; the record is cleared";
+  r->sb.errors = ErrorRecord{};
+  return Status::Ok();
 }
 
 }  // namespace walfs::fs

@@ -34,6 +34,8 @@
 //      link counts match the entries (a directory has 2 + its subdirectories);
 //      in-use inodes nothing reaches are reported unless on an unlinked list;
 //   6. the AG unlinked lists: in-use inodes with no links, no cycles;
+//   0. a superblock error record (damage a mount found) is a problem of
+//      its own, and makes a preen check an image marked clean;
 //   7. counters: AG free blocks, inode and free inode counts, and (for a
 //      clean image) the superblock's lazy counters.
 // With `repair` (fsck -y, -p), what is safe is repaired: counters that
@@ -121,6 +123,10 @@ struct FsckReport {
   std::uint64_t directories = 0;
   std::uint64_t blocks_in_use = 0;
   std::vector<FsckProblem> problems;
+  // The superblock's error record (damage a mount found), and which
+  // problem reports it; cleared by a repair that leaves nothing else.
+  format::ErrorRecord recorded_errors;
+  std::size_t errors_problem = SIZE_MAX;
 
   std::size_t unrepaired() const;
   // e2fsck's exit codes: 0 clean, 1 errors fixed, 4 errors left, 8 the check
@@ -129,5 +135,10 @@ struct FsckReport {
 };
 
 Result<FsckReport> CheckImage(BlockDevice* device, const FsckOptions& options);
+// With `repair`, CheckImage ends here: when the superblock had an error
+// record and every other problem was repaired (or there was none), the
+// record is zeroed in place, as e2fsck clears s_error_count once it has
+// checked the filesystem.  Otherwise it stays, for the next check.
+Status ClearErrorRecord(BlockDevice* device, FsckReport* r);
 
 }  // namespace walfs::fs

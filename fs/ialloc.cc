@@ -121,6 +121,8 @@ Result<InodeCore> InodeAllocator::ReadCore(FsTransaction* tx, std::uint64_t ino)
                                  format::kInodeSize),
       ino);
   if (!held) blk->Unlock();
+  if (!core.ok() && core.status().IsCorruption())
+    cache_->ReportDamage("inode decode", ino, BlockOf(ino), core.status());
   return core;
 }
 

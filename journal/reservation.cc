@@ -12,7 +12,7 @@ namespace {
 
 constexpr std::string_view kNames[] = {"create", "mkdir",    "link",    "remove", "rename",
                                        "symlink", "write", "truncate", "setattr", "xattr",
-                                       "create_acl", "mkdir_acl", "growfs"};
+                                       "create_acl", "mkdir_acl", "growfs", "error_record"};
 static_assert(std::size(kNames) == kTransTypeCount);
 
 // Worst-case bytes for the blocks and inodes one step may dirty.
@@ -91,6 +91,8 @@ ReservationTable::ReservationTable(const ReservationGeometry& geo) {
   // Growing: the superblock, the old last AG's header and the bitmap blocks
   // whose bits past its old end are cleared; one step, not rolled.
   set(TransType::kGrowfs, c.Bufs(2 + kGrowfsBitmapBlocks), 1, false);
+  // Recording damage: the superblock's error record, one step.
+  set(TransType::kErrorRecord, c.Bufs(1), 1, false);
 
   for (int i = 0; i < kTransTypeCount; ++i) {
     const std::int64_t total = std::int64_t{resv_[i].unit_bytes} * resv_[i].log_count;

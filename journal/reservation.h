@@ -36,6 +36,9 @@ enum class TransType : std::uint8_t {
   // walfs-growfs: the superblock, the last AG's header and up to
   // kGrowfsBitmapBlocks of its bitmap (fs/filesystem_grow.cc).
   kGrowfs,
+  // The superblock's error record: damage a mount found, for fsck
+  // (fs/error_recorder.h).  The superblock alone.
+  kErrorRecord,
   kCount,
 };
 inline constexpr int kTransTypeCount = static_cast<int>(TransType::kCount);

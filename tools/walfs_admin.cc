@@ -1,8 +1,11 @@
 // walfs-admin: shows and changes an unmounted walfs image's label and UUID,
-// as xfs_admin does for XFS.
+// as xfs_admin does for XFS, and shows the errors mounts recorded.
 //
 //   walfs-admin -l IMAGE             label = "data"
 //   walfs-admin -u IMAGE             UUID = 0f6c...
+//   walfs-admin -e IMAGE             errors = 0 (or the count, then the first
+//                                    and the last error a mount recorded, as
+//                                    dumpe2fs -h shows ext4's)
 //   walfs-admin -L data IMAGE        set the label (up to 64 bytes; -L -- or -L "" clears it)
 //   walfs-admin -U generate IMAGE    a new random UUID (or -U 01234567-89ab-...)
 //   walfs-admin -L backup -U generate -l -u IMAGE   several at once, in the order given
@@ -79,9 +82,12 @@ int Run(int argc, char** argv) {
                std::string(kProgram)};
   cli::AddVersion(app, kProgram);
   std::string image, label, uuid_text;
-  bool print_label = false, print_uuid = false;  // what each does, and when, is parse_order()'s
+  bool print_label = false, print_uuid = false, print_errors = false;  // when: parse_order()'s
   auto* show_label = app.add_flag("-l,--print-label", print_label, "print the label: label = \"...\"");
   auto* show_uuid = app.add_flag("-u,--print-uuid", print_uuid, "print the UUID: UUID = ...");
+  auto* show_errors = app.add_flag("-e,--print-errors", print_errors,
+                                   "print the errors mounts recorded (errors = N, first error = ..., last "
+                                   "error = ...); fsck.walfs -y clears them once it has repaired the image");
   auto* set_label = app.add_option("-L,--label", label,
                                    fmt::format("set the label (up to {} bytes); -- or \"\" clears it",
                                                fs::format::kLabelSize))
@@ -94,8 +100,9 @@ int Run(int argc, char** argv) {
              "needs the image lock: not mounted, not in use by mkfs.walfs or fsck.walfs.");
   EmptyLabelForDashDash(argc, argv);
   if (auto code = cli::Parse(app, argc, argv)) return *code;
-  if (!show_label->count() && !show_uuid->count() && !set_label->count() && !set_uuid->count())
-    return cli::UsageError(kProgram, "nothing to do: give -l, -u, -L LABEL or -U UUID");
+  if (!show_label->count() && !show_uuid->count() && !show_errors->count() && !set_label->count() &&
+      !set_uuid->count())
+    return cli::UsageError(kProgram, "nothing to do: give -l, -u, -e, -L LABEL or -U UUID");
   auto fail = [&](std::string_view why) {
     fmt::print(stderr, "{}: {}: {}\n", kProgram, image, why);
     return kExitFail;
@@ -138,6 +145,15 @@ int Run(int argc, char** argv) {
       lines.push_back(fmt::format("label = \"{}\"", sb->label));
     } else if (opt == show_uuid) {
       lines.push_back(fmt::format("UUID = {}", fs::format::UuidString(sb->uuid)));
+    } else if (opt == show_errors) {
+      // The record as last written back: a log still to be replayed may
+      // hold a later one (mount and unmount, or fsck.walfs, replays it).
+      const fs::format::ErrorRecord& e = sb->errors;
+      lines.push_back(fmt::format("errors = {}", e.count));
+      if (!e.empty()) {
+        lines.push_back(fmt::format("first error = {}", fs::format::ErrorEventString(e.first)));
+        lines.push_back(fmt::format("last error = {}", fs::format::ErrorEventString(e.last)));
+      }
     } else if (opt == set_label) {
       sb->label = label;
       lines.push_back(fmt::format("new label = \"{}\"", sb->label));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 
 #include <fmt/format.h>
 
@@ -41,6 +42,66 @@ std::uint32_t Superblock::AgLength(std::uint32_t agno) const {
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(ag_blocks, total_blocks - AgStart(agno)));
 }
 
+namespace {
+void EncodeErrorEvent(const ErrorEvent& e, char* p) {
+  std::memset(p, 0, kErrorEventSize);
+  EncodeFixed64(p + 0, static_cast<std::uint64_t>(e.time_s));
+  EncodeFixed64(p + 8, e.ino);
+  EncodeFixed64(p + 16, e.blkno);
+  EncodeFixed32(p + 24, e.err);
+  std::memcpy(p + 32, e.what.data(), std::min(e.what.size(), kErrorWhatSize));
+}
+
+ErrorEvent DecodeErrorEvent(const char* p) {
+  ErrorEvent e;
+  e.time_s = static_cast<std::int64_t>(DecodeFixed64(p + 0));
+  e.ino = DecodeFixed64(p + 8);
+  e.blkno = DecodeFixed64(p + 16);
+  e.err = DecodeFixed32(p + 24);
+  e.what.assign(p + 32, strnlen(p + 32, kErrorWhatSize));
+  return e;
+}
+}  // namespace
+
+void EncodeErrorRecord(const ErrorRecord& r, char* p) {
+  std::memset(p, 0, kErrorRecordSize);
+  if (r.empty()) return;  // all zero: none
+  EncodeFixed32(p + 0, r.count);
+  EncodeErrorEvent(r.first, p + 8);
+  EncodeErrorEvent(r.last, p + 8 + kErrorEventSize);
+}
+
+ErrorRecord DecodeErrorRecord(const char* p) {
+  ErrorRecord r;
+  r.count = DecodeFixed32(p + 0);
+  // A zero count is no record, whatever else is there (an older walfs left
+  // these bytes zero; nothing else ever writes them).
+  if (r.count == 0) return r;
+  r.first = DecodeErrorEvent(p + 8);
+  r.last = DecodeErrorEvent(p + 8 + kErrorEventSize);
+  return r;
+}
+
+std::string ErrorEventString(const ErrorEvent& e) {
+  std::string where;
+  if (e.ino != 0) where += fmt::format("inode {}", e.ino);
+  if (e.blkno != 0) where += fmt::format("{}block {}", where.empty() ? "" : ", ", e.blkno);
+  const std::time_t t = static_cast<std::time_t>(e.time_s);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char when[32];
+  std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return fmt::format("{}{} at {}", e.what.empty() ? "error" : e.what,
+                     where.empty() ? "" : " (" + where + ")", when);
+}
+
+std::string ErrorRecordString(const ErrorRecord& r) {
+  if (r.empty()) return "none";
+  if (r.count == 1) return fmt::format("1 error: {}", ErrorEventString(r.first));
+  return fmt::format("{} errors; first: {}; last: {}", r.count, ErrorEventString(r.first),
+                     ErrorEventString(r.last));
+}
+
 void SealSuperblock(std::span<std::byte> block) {
   WALFS_CHECK(block.size() >= kSuperSize);
   char* p = reinterpret_cast<char*>(block.data());
@@ -77,6 +138,7 @@ void EncodeSuperblock(const Superblock& sb, std::span<std::byte> out) {
   EncodeFixed64(p + 136, sb.ifree);
   std::memcpy(p + 144, sb.label.data(), std::min(sb.label.size(), kLabelSize));
   if (sb.incompat & kIncompatMetaUuid) std::memcpy(p + 208, sb.meta_uuid.data(), 16);
+  EncodeErrorRecord(sb.errors, p + kSuperErrorsOffset);
   EncodeFixed32(p + 4, SuperCrc(p));
 }
 
@@ -126,6 +188,7 @@ Result<Superblock> DecodeSuperblock(std::span<const std::byte> in, std::uint64_t
   sb.ifree = DecodeFixed64(p + 136);
   sb.label.assign(p + 144, strnlen(p + 144, kLabelSize));
   if (sb.incompat & kIncompatMetaUuid) std::memcpy(sb.meta_uuid.data(), p + 208, 16);
+  sb.errors = DecodeErrorRecord(p + kSuperErrorsOffset);
 
   auto bad = [](std::string_view why) {
     return Status::Corruption(fmt::format("superblock geometry: {}", why));
@@ -172,13 +235,14 @@ std::string SuperblockString(const Superblock& sb) {
       "uuid {}{}  label \"{}\"\n"
       "blocks {} x {} bytes  ({} AGs of {} blocks)\n"
       "log {} blocks at block {}  inodes {} bytes, {} per chunk  root ino {}\n"
-      "free blocks {}  inodes {} ({} free)  {}{}",
+      "free blocks {}  inodes {} ({} free)  {}{}{}",
       UuidString(sb.uuid),
       (sb.incompat & kIncompatMetaUuid) ? " (metadata uuid " + UuidString(sb.meta_uuid) + ")" : "",
       sb.label, sb.total_blocks, sb.block_size, sb.ag_count, sb.ag_blocks,
       sb.log_blocks, sb.log_start, sb.inode_size, sb.inodes_per_chunk, sb.root_ino,
       sb.free_blocks, sb.icount, sb.ifree, sb.clean() ? "clean" : "needs recovery",
-      sb.uninit_ag() ? "\nfeatures: uninit_ag (AG bitmaps and inode maps written as used)" : "");
+      sb.uninit_ag() ? "\nfeatures: uninit_ag (AG bitmaps and inode maps written as used)" : "",
+      sb.errors.empty() ? "" : "\nerrors recorded while mounted: " + ErrorRecordString(sb.errors));
 }
 
 }  // namespace walfs::fs::format

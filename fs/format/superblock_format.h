@@ -10,7 +10,8 @@
 //  88 root_ino u64         96 bitmap_blocks u32 (per AG)  100 imap_blocks u32 (per AG)
 // 104 created_s i64       112 mounted_s i64   120 free_blocks u64 (lazy)
 // 128 icount u64          136 ifree u64 (lazy) 144 label[64]  208 meta_uuid[16]
-// 224 reserved[288], zero
+// 224 errors: ErrorRecord (below), 136 bytes; all zero: none recorded
+// 360 reserved[152], zero
 //
 // The counters are lazy (XFS lazy-count): exact after a clean unmount;
 // otherwise mount recomputes them from the AG headers.
@@ -98,6 +99,47 @@ class MountedField {
   std::atomic<T> v_;
 };
 
+// The damage a mount found (ext4's s_error_count, s_first_error_*,
+// s_last_error_*): fsck.walfs -p checks an image that has any even when it
+// is marked clean, and a repair that leaves nothing behind clears it
+// (docs/disk_format.md, "Errors found while mounted").  On disk at
+// kSuperErrorsOffset:
+//
+//   0 count u32   4 zero u32   8 first ErrorEvent   72 last ErrorEvent
+//
+// and an ErrorEvent is 64 bytes:
+//
+//   0 time_s i64   8 ino u64 (0: none)   16 blkno u64 (0: none)
+//  24 err u32 (the errno the caller got)   28 zero u32   32 what[32] (NUL-padded)
+inline constexpr std::size_t kErrorWhatSize = 32;
+inline constexpr std::uint32_t kErrorEventSize = 64;
+inline constexpr std::uint32_t kErrorRecordSize = 8 + 2 * kErrorEventSize;
+
+struct ErrorEvent {
+  std::int64_t time_s = 0;
+  std::uint64_t ino = 0;    // 0: no inode involved (or not known)
+  std::uint64_t blkno = 0;  // 0: no block involved (block 0 is the superblock's)
+  std::uint32_t err = 0;
+  std::string what;         // "directory block CRC", "inode decode", ...; at most kErrorWhatSize bytes
+  bool operator==(const ErrorEvent&) const = default;
+};
+
+struct ErrorRecord {
+  std::uint32_t count = 0;  // errors recorded since the last repair; 0: none (first, last unused)
+  ErrorEvent first, last;
+  bool empty() const { return count == 0; }
+  bool operator==(const ErrorRecord&) const = default;
+};
+
+// "directory block CRC (inode 131, block 1234) at 2024-05-01 12:00:00 UTC"
+std::string ErrorEventString(const ErrorEvent& e);
+// One line: "none", or "3 errors; first: ...; last: ...".
+std::string ErrorRecordString(const ErrorRecord& r);
+// The record's kErrorRecordSize bytes at `out` (the superblock's
+// kSuperErrorsOffset): what the mount logs when it records an error.
+void EncodeErrorRecord(const ErrorRecord& r, char* out);
+ErrorRecord DecodeErrorRecord(const char* in);
+
 struct Superblock {
   std::uint32_t version = kFormatVersion;
   std::uint32_t compat = 0, ro_compat = 0, incompat = 0;
@@ -121,6 +163,7 @@ struct Superblock {
   std::uint64_t ifree = 0;
   std::string label;
   Uuid meta_uuid{};  // meaningful only with kIncompatMetaUuid; zero on disk otherwise
+  ErrorRecord errors;  // damage found while mounted, for fsck (above)
 
   bool clean() const { return (flags & kSuperClean) != 0; }
   // The UUID every metadata block header carries (and is checked against).
@@ -145,6 +188,11 @@ struct Superblock {
 inline constexpr std::uint32_t kSuperTotalBlocksOffset = 56;  // u64, then ag_count u32 at 64
 inline constexpr std::uint32_t kSuperAgCountOffset = 64;
 inline constexpr std::uint32_t kSuperFreeBlocksOffset = 120;  // u64
+// The error record (ErrorRecord), which a mount logs when it finds damage.
+inline constexpr std::uint32_t kSuperErrorsOffset = 224;
+inline constexpr std::uint32_t kSuperErrorsEnd = kSuperErrorsOffset + kErrorRecordSize;  // one past
+static_assert(kErrorRecordSize == 136);
+static_assert(kSuperErrorsEnd <= kSuperSize, "the error record fits the superblock's 512 bytes");
 
 // Recomputes the CRC of an encoded superblock after bytes of it changed
 // (growfs's logged fields; recovery after replaying them).

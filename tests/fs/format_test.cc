@@ -43,6 +43,48 @@ TEST(Superblock, RoundTrips) {
   EXPECT_TRUE(d->clean());
 }
 
+TEST(Superblock, AnErrorRecordRoundTrips) {
+  Superblock sb = TestSb();
+  sb.errors.count = 3;
+  sb.errors.first = {.time_s = 1714564800, .ino = 131, .blkno = 0, .err = 117, .what = "inode decode"};
+  sb.errors.last = {.time_s = 1714564900, .ino = 0, .blkno = 1234, .err = 5, .what = "I/O error on read"};
+  auto d = DecodeSuperblock(EncodeSb(sb), 64ull << 20);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->errors, sb.errors);
+  EXPECT_EQ(ErrorRecordString(d->errors),
+            "3 errors; first: inode decode (inode 131) at 2024-05-01 12:00:00 UTC; "
+            "last: I/O error on read (block 1234) at 2024-05-01 12:01:40 UTC");
+}
+
+TEST(Superblock, AnErrorRecordLivesInTheBytesOlderImagesLeftZero) {
+  Superblock sb = TestSb();
+  const auto none = EncodeSb(sb);
+  for (std::uint32_t i = kSuperErrorsOffset; i < kSuperSize; ++i)
+    ASSERT_EQ(none[i], std::byte{0}) << "byte " << i << ": no record is all zero";
+  auto d = DecodeSuperblock(none, 64ull << 20);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->errors.empty());
+  EXPECT_EQ(ErrorRecordString(d->errors), "none");
+  // Logged alone (the mount's transaction): the rest of the superblock is
+  // untouched, and the CRC resealed covers it.
+  sb.errors.count = 1;
+  sb.errors.first = sb.errors.last = {.time_s = 1, .ino = 0, .blkno = 99, .err = 117, .what = "directory block CRC"};
+  auto logged = none;
+  EncodeErrorRecord(sb.errors, reinterpret_cast<char*>(logged.data()) + kSuperErrorsOffset);
+  SealSuperblock(logged);
+  EXPECT_EQ(logged, EncodeSb(sb));
+  for (std::uint32_t i = kSuperErrorsEnd; i < kSuperSize; ++i) ASSERT_EQ(logged[i], std::byte{0}) << i;
+}
+
+TEST(Superblock, ErrorTextLongerThanItsFieldIsCut) {
+  Superblock sb = TestSb();
+  sb.errors.count = 1;
+  sb.errors.first.what = std::string(40, 'x');
+  auto d = DecodeSuperblock(EncodeSb(sb), 64ull << 20);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->errors.first.what, std::string(kErrorWhatSize, 'x'));
+}
+
 TEST(Superblock, AnyFlippedByteIsCaught) {
   const Superblock sb = TestSb();
   const auto good = EncodeSb(sb);

@@ -14,6 +14,7 @@
 #include "fs/format/block_types.h"
 #include "fs/filesystem.h"
 #include "fs/mkfs.h"
+#include "fs/super.h"
 #include "journal/buf_item.h"
 #include "base/coding.h"
 #include "journal/log.h"
@@ -75,6 +76,46 @@ TEST_F(Fsck, AFreshImageIsClean) {
   EXPECT_EQ(r.ExitCode(), 0);
   EXPECT_EQ(r.inodes_in_use, 1u);
   EXPECT_EQ(r.directories, 1u);
+}
+
+// Damage a mount recorded (fs/error_recorder.h), stored as the mount's
+// clean unmount leaves it.
+void RecordError(BlockDevice* dev) {
+  auto sb = ReadSuperblock(dev);
+  ASSERT_TRUE(sb.ok());
+  sb->errors.count = 2;
+  sb->errors.first = {.time_s = 1714564800, .ino = 0, .blkno = 77, .err = 117, .what = "directory block CRC"};
+  sb->errors.last = {.time_s = 1714564801, .ino = 131, .blkno = 0, .err = 117, .what = "inode decode"};
+  ASSERT_TRUE(WriteSuperblock(dev, *sb).ok());
+}
+
+TEST_F(Fsck, RecordedErrorsMakePreenCheckACleanImageAndItsRepairClearsThem) {
+  RecordError(&dev_);
+  FsckReport r = Check({.repair = true, .skip_if_clean = true});
+  EXPECT_FALSE(r.skipped);
+  ASSERT_EQ(r.problems.size(), 1u) << All(r);
+  EXPECT_EQ(r.problems[0].message,
+            "errors were recorded while mounted: 2 errors; first: directory block CRC (block 77) at "
+            "2024-05-01 12:00:00 UTC; last: inode decode (inode 131) at 2024-05-01 12:00:01 UTC; "
+            "the record is cleared");
+  EXPECT_TRUE(r.problems[0].repaired);
+  EXPECT_EQ(r.ExitCode(), 1);
+  auto sb = ReadSuperblock(&dev_);
+  ASSERT_TRUE(sb.ok());
+  EXPECT_TRUE(sb->errors.empty());
+  EXPECT_TRUE(sb->clean());
+  EXPECT_TRUE(Check({.repair = true, .skip_if_clean = true}).skipped);
+}
+
+TEST_F(Fsck, RecordedErrorsStayWhileOtherProblemsAreLeft) {
+  RecordError(&dev_);
+  ChangeRoot([](InodeCore* c) { c->nlink = 7; });
+  FsckReport r = Check({.repair = false});
+  EXPECT_EQ(r.ExitCode(), 4);
+  EXPECT_TRUE(Says(r, "errors were recorded while mounted")) << All(r);
+  auto sb = ReadSuperblock(&dev_);
+  ASSERT_TRUE(sb.ok());
+  EXPECT_EQ(sb->errors.count, 2u) << "a check without repairs writes nothing";
 }
 
 TEST_F(Fsck, ProgressGoesThroughTheSixPhasesInOrderAndEachStartsAtZero) {

@@ -233,7 +233,7 @@ TEST_F(WalfsAdmin, BadArgumentsAreUsageErrors) {
       {"-U 0123456789ab-cdef-0123-456789abcdef0", "no '-' at character 9"},
       {"-U nil", "the nil UUID is not allowed"},
       {"-U 00000000-0000-0000-0000-000000000000", "the nil UUID is not allowed"},
-      {"", "nothing to do: give -l, -u, -L LABEL or -U UUID"},
+      {"", "nothing to do: give -l, -u, -e, -L LABEL or -U UUID"},
   };
   for (const Case& c : cases) {
     ToolRun r = Sh("{ " + Admin(c.args + " " + image_) + " 2>&1 >/dev/null; }");  // stderr only

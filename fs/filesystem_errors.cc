@@ -1,0 +1,45 @@
+// Damage a mounted filesystem finds, remembered in the superblock's error
+// record (fs/error_recorder.h; docs/disk_format.md, "Errors found while
+// mounted"): the recorder's start at mount, and the transaction that logs
+// the record.
+#include <fmt/format.h>
+
+#include "base/messages.h"
+#include "fs/error_recorder.h"
+#include "fs/filesystem.h"
+#include "fs/format/block_types.h"
+#include "fs/fs_trans.h"
+
+namespace walfs::fs {
+
+void Filesystem::StartErrorRecorder() {
+  const std::string name = options_.image.empty() ? device_->Describe() : options_.image;
+  errors_ = std::make_unique<ErrorRecorder>(ErrorRecorder::Options{
+      .image = name,
+      .initial = sb_.errors,
+      .can_log = [this] { return !options_.read_only && !log_->IsShutdown(); },
+      .log = [this](const format::ErrorRecord& r) { return LogErrorRecord(r); },
+  });
+  // As ext4 does: the mount goes on, and says once that fsck has work.
+  if (!sb_.errors.empty())
+    Message(Severity::kWarning, "{}: errors were recorded while mounted before ({}); unmount it and run "
+            "fsck.walfs -f -y {}",
+            name, format::ErrorRecordString(sb_.errors), name);
+}
+
+Status Filesystem::LogErrorRecord(const format::ErrorRecord& r) NO_THREAD_SAFETY_ANALYSIS {
+  WALFS_ASSIGN_OR_RETURN(FsTransaction tx, FsTransaction::Begin(log_.get(), journal::TransType::kErrorRecord));
+  WALFS_ASSIGN_OR_RETURN(BufRef sbuf, cache_->Read(0, format::BlockType::kSuper));
+  tx.Hold(sbuf);
+  char* s = reinterpret_cast<char*>(sbuf->data().data());
+  format::EncodeErrorRecord(r, s + format::kSuperErrorsOffset);
+  format::SealSuperblock(sbuf->data());  // current for readers of the buffer; writeback reseals
+  tx.LogRange(sbuf, format::kSuperErrorsOffset, format::kSuperErrorsEnd - 1);
+  return tx.Commit().status();
+}
+
+format::ErrorRecord Filesystem::recorded_errors() const {
+  return errors_ ? errors_->record() : sb_.errors;
+}
+
+}  // namespace walfs::fs
