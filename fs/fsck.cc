@@ -24,6 +24,8 @@
 #include "fs/dir.h"
 #include "fs/filesystem.h"
 #include "fs/format/inode_format.h"
+#include "fs/fsck_ag_repair.h"
+#include "fs/fsck_btree_repair.h"
 #include "fs/fsck_chunks.h"
 #include "fs/fsck_log.h"
 #include "fs/mkfs.h"
@@ -158,6 +160,12 @@ class Checker {
     // Bitmap and inode-map blocks on disk (uninit_ag: the header's counts;
     // the rest are an empty AG's and are not read).
     std::uint32_t bitmap_on_disk = 0, imap_on_disk = 0;
+    // With `repair`, a header that does not verify is rebuilt
+    // (fs/fsck_ag_repair.h): the problem that says so, and the old
+    // unlinked head, kept if it still leads to a sound list.
+    bool rebuild_header = false;
+    std::size_t header_problem = 0;
+    std::uint64_t salvaged_head = 0;
   };
 
   void Problem(std::string message) { r_->problems.push_back({std::move(message), false}); }
@@ -342,6 +350,11 @@ class Checker {
     auto h = DecodeAgHeader(b, sb, agno);
     if (!h.ok()) {
       Problem(std::string(h.status().message()));
+      if (o_.repair) {
+        ag.rebuild_header = true;
+        ag.header_problem = r_->problems.size() - 1;
+        ag.salvaged_head = PeekAgHeader(b).unlinked_head;
+      }
     } else {
       ag.header_ok = true;
       ag.header = *h;
@@ -361,15 +374,28 @@ class Checker {
     }
     for (std::uint32_t i = 0; i < ag.bitmap_on_disk; ++i) {
       WALFS_RETURN_IF_ERROR(ReadBlock(start + AgBitmapStart() + i, &b));
-      if (Status s = VerifyBitmapBlock(b, sb, agno, i); !s.ok()) Problem(std::string(s.message()));
+      if (Status s = VerifyBitmapBlock(b, sb, agno, i); !s.ok()) {
+        Problem(std::string(s.message()));
+        if (!o_.repair) continue;
+        // Its bits kept; phase 3 corrects them from what is claimed.
+        b = ReheadBitmapBlock(b, sb, agno, i);
+        WALFS_RETURN_IF_ERROR(dev_->Write((start + AgBitmapStart() + i) * sb.block_size, b.data(), b.size()));
+        Repaired(r_->problems.size() - 1, "header and CRC rewritten, its bits checked against the blocks in use");
+      }
     }
     for (std::uint32_t i = 0; i < ag.imap_on_disk; ++i) {
       WALFS_RETURN_IF_ERROR(ReadBlock(start + AgImapStart(sb) + i, &b));
+      bool rewrite = false;
       if (Status s = VerifyImapBlock(b, sb, agno, i); !s.ok()) {
         Problem(std::string(s.message()));
-        continue;
+        if (!o_.repair) continue;
+        WALFS_ASSIGN_OR_RETURN(const std::uint32_t dropped, SalvageImapBlockAt(agno, i, &b));
+        Repaired(r_->problems.size() - 1,
+                 fmt::format("rebuilt from its records that check out ({} dropped: their chunks are found again "
+                             "from what names their inodes)",
+                             dropped));
+        rewrite = true;
       }
-      bool rewrite = false;
       for (std::uint32_t slot = 0; slot < RecordsPerImapBlock(sb.block_size); ++slot) {
         ImapRecord rec = GetImapRecord(b, slot);
         if (rec.start == 0) continue;
@@ -393,6 +419,28 @@ class Checker {
     return Status::Ok();
   }
 
+  // Inode-map block `index` of AG `agno` (in *b) made again from its
+  // records that verify and whose chunk's first inode reads
+  // (ReadUnlistedChunk): a record that names blocks holding no chunk would
+  // have them cleared as unreadable inodes.  Returns the records dropped.
+  Result<std::uint32_t> SalvageImapBlockAt(std::uint32_t agno, std::uint32_t index, std::vector<std::byte>* b) {
+    const Superblock& sb = r_->sb;
+    std::uint32_t dropped = 0;
+    *b = SalvageImapBlock(*b, sb, agno, index, &dropped);
+    for (std::uint32_t slot = 0; slot < RecordsPerImapBlock(sb.block_size); ++slot) {
+      const ImapRecord rec = GetImapRecord(*b, slot);
+      if (rec.start == 0) continue;
+      const ChunkAt at{agno, rec.start, sb.AgStart(agno) + rec.start};
+      WALFS_ASSIGN_OR_RETURN(std::optional<ImapRecord> read,
+                             ReadUnlistedChunk(dev_, sb, at, at.first_block * sb.inodes_per_block()));
+      if (read) continue;
+      PutImapRecord(*b, slot, ImapRecord{});
+      ++dropped;
+    }
+    SealBlock(*b);
+    return dropped;
+  }
+
   // The inode chunks the map on disk does not list (fs/fsck_chunks.h: a
   // map written back less often than the chunks and directories it
   // describes), found from what names their inodes -- directory entries
@@ -411,7 +459,7 @@ class Checker {
     std::set<std::uint64_t> tried;  // chunks' first blocks, each read once
     for (bool found = true; found;) {
       found = false;
-      std::vector<std::uint64_t> named;
+      std::vector<std::uint64_t> named{sb.root_ino};  // the superblock names the root
       for (const auto& [ino, info] : inodes_) {
         for (const DirEntry& e : info.entries) named.push_back(e.ino);
         named.push_back(info.next_unlinked);
@@ -657,6 +705,17 @@ class Checker {
         }
         if (map_free) ++ags_[agno].free_inodes;
         if (inode->free()) continue;
+        if (o_.clear_and_reconnect) {
+          // A damaged extent map or xattr tree is rebuilt from what still
+          // reads (fs/fsck_btree_repair.h) before it is walked and claimed.
+          WALFS_ASSIGN_OR_RETURN(std::vector<FsckProblem> rebuilt, RepairInodeTrees(dev_, sb, ino, &*inode, [&](std::uint64_t blk) { return blk < claimed_.size() && claimed_[blk]; }));
+          if (std::any_of(rebuilt.begin(), rebuilt.end(), [](const FsckProblem& p) { return p.repaired; }))
+            WALFS_RETURN_IF_ERROR(RewriteInode(ino, [&](InodeCore* n) {
+              *n = *inode;
+              return Status::Ok();
+            }));
+          for (FsckProblem& p : rebuilt) r_->problems.push_back(std::move(p));
+        }
         ++r_->inodes_in_use;
         InodeInfo& info = inodes_[ino];
         info.mode = inode->mode;
@@ -885,7 +944,8 @@ class Checker {
     const Superblock& sb = r_->sb;
     std::unordered_map<std::uint64_t, bool> on_list;
     for (std::uint32_t agno = 0; agno < sb.ag_count; ++agno) {
-      if (!ags_[agno].header_ok) continue;
+      if (ags_[agno].rebuild_header) SalvageUnlinkedHead(agno);
+      if (!ags_[agno].header_ok && !ags_[agno].rebuild_header) continue;
       std::uint64_t ino = ags_[agno].header.unlinked_head;
       for (std::uint64_t steps = 0; ino != 0; ++steps) {
         auto it = inodes_.find(ino);
@@ -930,6 +990,26 @@ class Checker {
     }
   }
 
+  // A rebuilt header keeps its old unlinked head only if it leads to a
+  // sound list: in-use inodes of this AG with no links, no loop.  Else the
+  // list starts empty, and its inodes are ones nothing reaches
+  // (/lost+found, with -y).
+  void SalvageUnlinkedHead(std::uint32_t agno) {
+    const Superblock& sb = r_->sb;
+    AgState& ag = ags_[agno];
+    std::set<std::uint64_t> seen;
+    bool sound = true;
+    for (std::uint64_t ino = ag.salvaged_head; sound && ino != 0;) {
+      auto it = inodes_.find(ino);
+      const std::uint64_t block = ino / sb.inodes_per_block();
+      sound = it != inodes_.end() && it->second.nlink == 0 && seen.insert(ino).second &&
+              block >= sb.AgStart(agno) && block < sb.AgStart(agno) + sb.AgLength(agno);
+      if (sound) ino = it->second.next_unlinked;
+    }
+    ag.header = GeometryAgHeader(sb, agno, ag.bitmap_on_disk, ag.imap_on_disk);
+    ag.header.unlinked_head = sound ? ag.salvaged_head : 0;
+  }
+
   Status CheckCounters() {
     const Superblock& sb = r_->sb;
     std::uint64_t free_total = 0, icount = 0, ifree = 0;
@@ -941,6 +1021,24 @@ class Checker {
       free_total += ag.free_blocks;
       icount += counted_icount;
       ifree += ag.free_inodes;
+      if (ag.rebuild_header) {
+        AgHeader want = ag.header;  // SalvageUnlinkedHead's
+        want.free_blocks = ag.free_blocks;
+        want.icount = counted_icount;
+        want.ifree = ag.free_inodes;
+        want.chunks = ag.chunks;
+        if (sb.uninit_ag()) want.bitmap_init = ag.bitmap_on_disk;
+        b.assign(sb.block_size, std::byte{0});
+        EncodeAgHeader(want, sb, b);
+        WALFS_RETURN_IF_ERROR(dev_->Write(sb.AgStart(agno) * sb.block_size, b.data(), b.size()));
+        Repaired(ag.header_problem,
+                 fmt::format("rebuilt from the superblock's geometry and the scan (free blocks {}, inodes {}, free "
+                             "inodes {}, chunks {}, {})",
+                             want.free_blocks, want.icount, want.ifree, want.chunks,
+                             want.unlinked_head ? fmt::format("unlinked list from inode {} kept", want.unlinked_head)
+                                                : std::string("unlinked list empty")));
+        continue;
+      }
       if (!ag.header_ok) {
         all_ok = false;
         continue;

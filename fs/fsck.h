@@ -44,11 +44,18 @@
 // calls free marked in use; inode-map records corrected from the inodes
 // (the inode is the truth: one in use that the map calls free would be
 // handed out again), and chunks the map lacks added to it; link counts set
-// to the links found.  With
+// to the links found; an AG's own blocks that do not verify are rebuilt
+// (fs/fsck_ag_repair.h): the header from the superblock's geometry and the
+// counts (its unlinked list kept only if it is sound), a bitmap block's
+// header and CRC (its bits corrected as above), an inode-map block from
+// its records that check out.  With
 // `clear_and_reconnect` too (fsck -y, -L; not preen), what changes which
 // files there are: an inode whose CRC alone is wrong gets it recomputed,
-// one that does not read is cleared; entries naming inodes not in use are
-// dropped; a directory whose B+tree cannot be read is emptied; inodes no
+// one that does not read is cleared; a B+tree with a node that does not
+// verify (extent map, directory index, xattr tree) is rebuilt from the
+// records that still read (fs/fsck_btree_repair.h); entries naming inodes
+// not in use are dropped; a directory whose entries cannot be read is
+// emptied; inodes no
 // directory names are linked into /lost+found as "#INO" -- the last two
 // through an in-process mount, so the filesystem's own transactions make
 // them (Filesystem::RepairDropEntry, RepairReconnect), once the

@@ -181,4 +181,26 @@ Mutation Mutate(const BaseImage& base, std::uint64_t seed, std::vector<std::byte
   return m;
 }
 
+Mutation FlipOneByte(const BaseImage& base, std::uint64_t seed, std::vector<std::byte>* image, int kind) {
+  Rng rng(seed * 0xbf58476d1ce4e5b9ull + 7);
+  Mutation m;
+  m.kind = static_cast<BlockKind>(kind >= 0 ? kind : static_cast<int>(seed % kBlockKinds));
+  m.op = MutationOp::kFlipBits;
+  const std::vector<MetaBlock>& targets = base.blocks[static_cast<int>(m.kind)];
+  const MetaBlock& t = targets[Below(rng, targets.size())];
+  m.blkno = t.blkno;
+  // The superblock's checksummed bytes only: the rest of block 0 is unused.
+  const std::uint64_t span = m.kind == BlockKind::kSuperblock ? fs::format::kSuperSize : t.length;
+  const std::uint64_t at = Below(rng, span);
+  const auto x = static_cast<std::uint8_t>(1 + Below(rng, 255));
+  (*image)[t.offset + at] ^= static_cast<std::byte>(x);
+  m.changed = true;
+  // Nothing asserted about the first check: the repair round asserts what
+  // the repair leaves (hostile_repair_round.h).
+  m.must_flag = false;
+  m.description = fmt::format("{} {} blk {}: byte @{} ^= {:#04x}", FlavourName(base.flavour), BlockKindName(m.kind),
+                              m.blkno, at, x);
+  return m;
+}
+
 }  // namespace walfs::hostile

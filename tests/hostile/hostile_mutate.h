@@ -42,4 +42,10 @@ struct Mutation {
 // kind < 0: chosen by the seed.
 Mutation Mutate(const BaseImage& base, std::uint64_t seed, std::vector<std::byte>* image, int kind = -1);
 
+// The flip campaign's damage (issue 24): one byte of one block of the kind
+// (kind < 0: seed % kBlockKinds, as RunRound) XORed with a random non-zero
+// value, anywhere in the block, checksums left as they are -- what a disk
+// that rotted one byte leaves.  `op` is kFlipBits; nothing is resealed.
+Mutation FlipOneByte(const BaseImage& base, std::uint64_t seed, std::vector<std::byte>* image, int kind = -1);
+
 }  // namespace walfs::hostile

@@ -4,6 +4,8 @@
 //   walfs-hostile [--quick] [--seeds N] [--seed-base S] [--kind KIND]
 //                 [--flavour clean|crashed] [--timeout SECONDS] [--no-fork]
 //                 [--json PATH]
+//   walfs-hostile --repair [--seeds N] [--seed-base S] [--kind KIND]
+//                 [--flavour clean|crashed] [--show N]
 //
 // Each round runs in a forked child (unless --no-fork), so a crash or a
 // hang is counted with its seed rather than ending the run.  Exit status:
@@ -31,6 +33,7 @@
 #include "tests/hostile/hostile_guard.h"
 #include "tests/hostile/hostile_image.h"
 #include "tests/hostile/hostile_round.h"
+#include "tests/hostile/walfs_hostile_repair.h"
 #include "tools/cli.h"
 
 namespace walfs::hostile {
@@ -234,7 +237,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> kinds;
   for (int j = 0; j < kBlockKinds; ++j) kinds.emplace_back(BlockKindName(static_cast<BlockKind>(j)));
   std::string kind, flavour;
-  bool quick = false, no_fork = false;
+  bool quick = false, no_fork = false, repair = false;
+  int show = 20;
   app.add_flag("--quick", quick, "54 rounds per flavour (unless --seeds)");
   app.add_option("--seeds", o.seeds, "rounds per flavour (default 1000)")->check(walfs::cli::AtLeast(1));
   app.add_option("--seed-base", o.seed_base, "the first round's seed (default 1)")->check(walfs::cli::AtLeast(0));
@@ -245,6 +249,10 @@ int main(int argc, char** argv) {
       ->check(walfs::cli::Positive());
   app.add_flag("--no-fork", no_fork, "run rounds in this process (a crash ends the run)");
   app.add_option("--json", o.json, "one JSON object per table row");
+  app.add_flag("--repair", repair,
+               "the flip campaign instead: one byte flipped per round, fsck -y, then a second check and a "
+               "mount must find nothing (default 100 rounds per flavour)");
+  app.add_option("--show", show, "--repair: rounds left unsettled printed (default 20)")->check(walfs::cli::AtLeast(0));
   if (auto code = walfs::cli::Parse(app, argc, argv)) return *code;
   if (quick && app.count("--seeds") == 0) o.seeds = 54;
   o.fork = !no_fork;
@@ -254,5 +262,13 @@ int main(int argc, char** argv) {
   // Damaged rounds shut filesystems down and refuse mounts by design: their
   // messages go with the round's report (VIOLATION lines), not to stderr.
   walfs::Messages::Get().SetSink(walfs::Messages::Sink::kNone);
+  if (repair)
+    return RunRepairCampaign({.seeds = app.count("--seeds") ? o.seeds : 100,
+                              .seed_base = o.seed_base,
+                              .kind = o.kind,
+                              .flavour = o.flavour,
+                              .timeout_s = o.timeout_s,
+                              .fork = o.fork,
+                              .show = show});
   return Run(o);
 }
