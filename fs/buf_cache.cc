@@ -154,9 +154,11 @@ Result<BufRef> BufCache::Lookup(std::uint64_t blkno, BlockType type, bool read) 
       map_.erase(blkno);
       loaded_cv_.SignalAll();
     }
-    // Outside the cache lock: whoever is told may log a message.
-    if (s.IsCorruption() || s.code() == StatusCode::kIoError)
-      ReportDamage(s.IsCorruption() ? DamageWhat(type, s) : "I/O error on read", 0, blkno, s);
+    // Outside the cache lock: whoever is told may log a message.  Damage
+    // only: an I/O error says nothing about the structure on disk (it may
+    // pass, and fsck cannot repair a device); it is in the messages and
+    // the device's counters instead.
+    if (s.IsCorruption()) ReportDamage(DamageWhat(type, s), 0, blkno, s);
     return s;
   }
   MutexLock l(&mu_);

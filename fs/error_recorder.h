@@ -62,9 +62,9 @@ class ErrorRecorder {
   ErrorRecorder& operator=(const ErrorRecorder&) = delete;
 
   // Damage found: `what` says what it was ("directory block CRC", "inode
-  // decode", "I/O error on read"; at most format::kErrorWhatSize bytes are
-  // kept), `ino` and `blkno` where (0: not known), `s` the status the caller
-  // gets.
+  // decode"; at most format::kErrorWhatSize bytes are kept), `ino` and
+  // `blkno` where (0: not known), `s` the status the caller gets.  Damage
+  // to the structure only: the buffer cache does not report I/O errors.
   void Note(std::string_view what, std::uint64_t ino, std::uint64_t blkno, const Status& s) EXCLUDES(mu_);
   // Stops the worker; with `flush`, first logs a record not yet logged
   // (when it can).  Later Note()s still count in memory.
