@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -122,7 +123,26 @@ TEST_F(WritebackNoReserve, AWriteBackThatFindsNoSpaceFailsEveryLaterFsyncUntilTr
 // carries its own number, so a lost or misplaced one is found.
 class WritebackFillFromEmpty : public WritebackFullDisk {
  protected:
-  static void SetUpTestSuite() { MountSuite({.image_size = "1g"}); }
+  // Filling and emptying 1 GiB takes a while under TSan: the unmount too.
+  static void SetUpTestSuite() { MountSuite({.image_size = "1g", .exit_timeout_s = 120}); }
+
+  // A file removed by the spec before is given back at its checkpoint (its
+  // blocks are busy until then): wait for the space, so that the files the
+  // next spec opens keep the cache rather than being opened write-through.
+  void WaitForFreeSpaceAbove(unsigned long long bytes) {
+    for (int i = 0; i < 200; ++i) {
+      const int dir = open(Path().c_str(), O_RDONLY | O_DIRECTORY);
+      if (dir >= 0) {
+        syncfs(dir);
+        struct statvfs sv {};
+        const bool enough = fstatvfs(dir, &sv) == 0 && sv.f_bavail * sv.f_frsize > bytes;
+        close(dir);
+        if (enough) return;
+      }
+      usleep(50'000);
+    }
+    FAIL() << "the space of the spec before never came back";
+  }
 };
 
 TEST_F(WritebackFillFromEmpty, NoWriteThatReturnedSuccessIsLostWhenTheDiskFills) {
@@ -177,6 +197,7 @@ TEST_F(WritebackFillFromEmpty, NoWriteThatReturnedSuccessIsLostWhenTheDiskFills)
 TEST_F(WritebackFillFromEmpty, WritersThatSyncHearOfTheFullDiskFromWriteNeverFromASync) {
   constexpr int kWriters = 4;
   constexpr size_t kBlock = 4096;
+  ASSERT_NO_FATAL_FAILURE(WaitForFreeSpaceAbove(size_t{512} << 20));
   std::vector<int> fds;
   for (int w = 0; w < kWriters; ++w) {
     const int fd = open(Path("w" + std::to_string(w)).c_str(), O_WRONLY | O_CREAT, 0644);
