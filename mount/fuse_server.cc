@@ -249,6 +249,10 @@ void MaybeWriteThrough(FuseServer* s, fuse_ino_t ino, fuse_file_info* fi) {
   }
   fi->fh = kCachedWriterHandle;
   s->writeback().CachedWriterOpened(ino);
+  // Low space may have begun between the check above and the count: the
+  // NoteSpace that began it then did not see this file, so have its first
+  // write ask here (NoteSpace sets the flag before it lists the writers).
+  if (s->writeback().low_space()) s->InvalidateAttr(ino);
 }
 
 void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {

@@ -59,7 +59,7 @@ class WritebackGuard {
   // admitted just above the gate, still fits.
   static constexpr std::uint64_t kGateMarginBytes = std::uint64_t{16} << 20;
   // The dirty bound when the bdi's cannot be read (a FUSE bdi at 1 % of a
-  // dirty limit of 6.4 GiB; walfs reads the real one at the first need).
+  // dirty limit of 6.4 GiB; walfs reads the real one at mount).
   static constexpr std::uint64_t kDefaultDirtyBoundBytes = std::uint64_t{64} << 20;
 
   explicit WritebackGuard(std::uint64_t reserve_bytes) : reserve_bytes_(reserve_bytes) {}
