@@ -202,8 +202,16 @@ int RecordMount(const MountRecordOptions& o) {
 
   const int fd = ::open(pipe.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
+    const int err = errno;
     restore();
-    return Fail(Status::FromErrno(errno, "opening " + pipe.string()).ToString());
+    if (err == EBUSY)
+      return Fail(fmt::format("{}: another reader has the trace stream open (a cat of trace_pipe, "
+                              "another walfs-trace record): stop it first, since two readers would each "
+                              "miss what the other took", pipe.string()));
+    if (err == EACCES)
+      return Fail(fmt::format("{}: {}: the trace is readable by the mount's owner and root only",
+                              pipe.string(), strerror(err)));
+    return Fail(fmt::format("{}: {}", pipe.string(), strerror(err)));
   }
   struct sigaction sa = {};
   sa.sa_handler = OnStopSignal;  // no SA_RESTART: a blocked read returns EINTR
