@@ -11,13 +11,9 @@
 // hang is counted with its seed rather than ending the run.  Exit status:
 // 0 when no round crashed, hung or broke an assertion, 1 otherwise, 2 for
 // bad usage.
-#include <poll.h>
-#include <signal.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -30,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/messages.h"
+#include "tests/hostile/forked_round.h"
 #include "tests/hostile/hostile_guard.h"
 #include "tests/hostile/hostile_image.h"
 #include "tests/hostile/hostile_round.h"
@@ -91,39 +88,6 @@ struct Row {
   }
 };
 
-enum class Fate { kFinished, kCrashed, kHung };
-
-// Runs one round in a child; *out is filled when it finished.
-Fate RunForked(const BaseImage& base, std::uint64_t seed, int kind, double timeout_s, Shared* out, int* signo) {
-  std::memset(out, 0, sizeof(*out));
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    Fill(RunRound(base, seed, kind), out);
-    _exit(0);
-  }
-  if (pid < 0) {
-    std::perror("walfs-hostile: fork");
-    std::exit(1);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  int status = 0;
-  for (;;) {
-    const pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return Fate::kHung;
-    }
-    poll(nullptr, 0, 5);
-  }
-  if (WIFSIGNALED(status) || !out->done || WEXITSTATUS(status) != 0) {
-    *signo = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    return Fate::kCrashed;
-  }
-  return Fate::kFinished;
-}
 
 int Run(const Options& o) {
   auto* shared = static_cast<Shared*>(
@@ -153,7 +117,8 @@ int Run(const Options& o) {
       Fate fate = Fate::kFinished;
       int signo = 0;
       if (o.fork) {
-        fate = RunForked(*base, seed, kind, o.timeout_s, shared, &signo);
+        std::memset(shared, 0, sizeof(*shared));
+        fate = RunForked([&] { Fill(RunRound(*base, seed, kind), shared); }, &shared->done, o.timeout_s, &signo);
       } else {
         guard.Begin(seed);
         Fill(RunRound(*base, seed, kind), shared);

@@ -1,12 +1,8 @@
 #include "tests/hostile/walfs_hostile_repair.h"
 
-#include <poll.h>
-#include <signal.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -16,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "tests/hostile/forked_round.h"
 #include "tests/hostile/hostile_guard.h"
 #include "tests/hostile/hostile_image.h"
 #include "tests/hostile/hostile_repair_round.h"
@@ -62,34 +59,6 @@ struct Row {
   }
 };
 
-enum class Fate { kFinished, kCrashed, kHung };
-
-Fate RunForked(const BaseImage& base, std::uint64_t seed, int kind, double timeout_s, Shared* out) {
-  std::memset(out, 0, sizeof(*out));
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    Fill(RunRepairRound(base, seed, kind), out);
-    _exit(0);
-  }
-  if (pid < 0) {
-    std::perror("walfs-hostile: fork");
-    std::exit(1);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  int status = 0;
-  for (;;) {
-    if (waitpid(pid, &status, WNOHANG) == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return Fate::kHung;
-    }
-    poll(nullptr, 0, 5);
-  }
-  if (WIFSIGNALED(status) || !out->done || WEXITSTATUS(status) != 0) return Fate::kCrashed;
-  return Fate::kFinished;
-}
 
 }  // namespace
 
@@ -122,7 +91,10 @@ int RunRepairCampaign(const RepairCampaignOptions& o) {
                                             BlockKindName(static_cast<BlockKind>(kind)));
       Fate fate = Fate::kFinished;
       if (o.fork) {
-        fate = RunForked(*base, seed, kind, o.timeout_s, shared);
+        std::memset(shared, 0, sizeof(*shared));
+        int signo = 0;
+        fate = RunForked([&] { Fill(RunRepairRound(*base, seed, kind), shared); }, &shared->done, o.timeout_s,
+                         &signo);
       } else {
         std::memset(shared, 0, sizeof(*shared));
         guard.Begin(seed);
