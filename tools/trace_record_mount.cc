@@ -178,6 +178,10 @@ int RecordMount(const MountRecordOptions& o) {
   if (!fs::exists(pipe, ec))
     return Fail(fmt::format("{}: not a walfs mount (no {}): is it mounted, and by a walfs with "
                             "trace_pipe_raw?", o.mount, pipe.string()));
+  // Before anything is switched on: the trace is the mount owner's and root's.
+  if (::access(pipe.c_str(), R_OK) != 0 && errno == EACCES)
+    return Fail(fmt::format("{}: {}: the trace is readable by the mount's owner and root only",
+                            pipe.string(), strerror(EACCES)));
   const std::vector<std::string> patterns = Patterns(o.events);
   Result<std::map<fs::path, std::string>> enables = EventEnables(ctl / "events", patterns);
   if (!enables.ok()) return Fail(enables.status().ToString());
@@ -208,9 +212,6 @@ int RecordMount(const MountRecordOptions& o) {
       return Fail(fmt::format("{}: another reader has the trace stream open (a cat of trace_pipe, "
                               "another walfs-trace record): stop it first, since two readers would each "
                               "miss what the other took", pipe.string()));
-    if (err == EACCES)
-      return Fail(fmt::format("{}: {}: the trace is readable by the mount's owner and root only",
-                              pipe.string(), strerror(err)));
     return Fail(fmt::format("{}: {}", pipe.string(), strerror(err)));
   }
   struct sigaction sa = {};
