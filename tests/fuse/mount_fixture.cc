@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -519,6 +520,11 @@ std::vector<std::string> ListDir(const std::string& path) {
   EXPECT_EQ(errno, 0) << "readdir " << path;
   closedir(d);
   return names;
+}
+
+std::string NetRawCapability() {
+  const std::uint32_t words[5] = {0x02000000u, 1u << 13, 0, 0, 0};
+  return std::string(reinterpret_cast<const char*>(words), sizeof words);
 }
 
 }  // namespace walfs::testing

@@ -207,6 +207,10 @@ ino_t InodeOf(const std::string& path);  // lstat
 void PutControl(const std::string& root, const std::string& rel, std::string_view value);
 long long StatValue(const std::string& root, const std::string& key);
 long long StatIn(const std::string& stats_text, const std::string& key);
+// A version-2 file capability granting CAP_NET_RAW (linux/capability.h's
+// vfs_cap_data, little-endian), the value of a security.capability xattr:
+// the kernel accepts only a well-formed one.
+std::string NetRawCapability();
 // Every name in a directory except "." and "..", in readdir order.
 std::vector<std::string> ListDir(const std::string& path);
 

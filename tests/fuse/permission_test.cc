@@ -137,13 +137,6 @@ TEST_F(Permission, RootNeedsSomeExecuteBitToExecute) {
   EXPECT_ERRNO(ENOENT, access(Path("missing").c_str(), F_OK));
 }
 
-// A version-2 file capability granting CAP_NET_RAW (linux/capability.h's
-// vfs_cap_data, little-endian): the kernel accepts only a well-formed one.
-std::string NetRawCapability() {
-  const std::uint32_t words[5] = {0x02000000u, 1u << 13, 0, 0, 0};
-  return std::string(reinterpret_cast<const char*>(words), sizeof words);
-}
-
 // FUSE_HANDLE_KILLPRIV_V2 leaves clearing set-id bits to walfs
 // (mount/setid_kill.h); what a kernel filesystem does must still happen, and
 // stat must show it at once (the kernel's cached mode is invalidated).

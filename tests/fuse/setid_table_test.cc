@@ -95,12 +95,6 @@ std::vector<Case> AllCases() {
   return out;
 }
 
-// A version-2 file capability granting CAP_NET_RAW (vfs_cap_data).
-std::string NetRawCapability() {
-  const std::uint32_t words[5] = {0x02000000u, 1u << 13, 0, 0, 0};
-  return std::string(reinterpret_cast<const char*>(words), sizeof words);
-}
-
 // Becomes `a` (in a forked child).  False if the switch failed.
 bool Become(Actor a) {
   if (a == Actor::kRoot) return true;
