@@ -799,6 +799,7 @@ FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options)
                        "writeback_refused {}\n",
                        writeback_.dirty_bound(), writeback_.gate_bytes(), writeback_.low_space() ? 1 : 0,
                        writeback_.refused_writes()) +
+           (push_ ? push_->StatsText() : std::string()) +
            fmt::format("fuse_polls {}\n", polls_received_.load(std::memory_order_relaxed));
   };
   src.get_grant_wake = [fs] { return std::string(journal::WakeModeName(fs->wake_mode())); };
@@ -865,17 +866,33 @@ void FuseServer::NoteSpace() {
   for (std::uint64_t ino : writers) InvalidateAttr(ino);
 }
 
-void FuseServer::LearnDirtyBound(const std::string& mountpoint) {
-  Result<std::uint64_t> bound = [&]() -> Result<std::uint64_t> {
-    WALFS_ASSIGN_OR_RETURN(std::string dev, MountDeviceNumber(mountpoint));
-    return BdiDirtyBound(dev);
-  }();
+void FuseServer::LearnMount(const std::string& mountpoint) {
+  Result<std::string> dev = MountDeviceNumber(mountpoint);
+  Result<std::uint64_t> bound = dev.ok() ? BdiDirtyBound(*dev) : Result<std::uint64_t>(dev.status());
   if (bound.ok()) {
     writeback_.SetDirtyBound(*bound);
   } else {
     Message(Severity::kWarning, "the kernel's dirty-page bound for this mount is unknown ({}); assuming {} MiB",
             bound.status().message(), writeback_.dirty_bound() >> 20);
   }
+  int push_ms = options_.writeback_cache ? options_.writeback_push_ms : 0;
+  if (push_ms > 0 && !dev.ok()) {
+    Message(Severity::kWarning, "writeback push off: this mount's device number is unknown ({})",
+            dev.status().message());
+    push_ms = 0;
+  }
+  push_ = std::make_unique<WritebackPush>(
+      WritebackPush::Options{.mountpoint = mountpoint, .device = dev.ok() ? *dev : "", .interval_ms = push_ms},
+      [this] { return writeback_.AnyCachedWriters(); });
+  push_->Start();
+}
+
+void FuseServer::StopWritebackPush() {
+  if (push_) push_->RequestStop();
+}
+
+void FuseServer::JoinWritebackPush() {
+  if (push_) push_->Join();
 }
 
 void FuseServer::WriteBackCached(fuse_ino_t ino, off_t from) {

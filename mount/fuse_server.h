@@ -22,6 +22,7 @@
 #include "mount/poll_notifier.h"
 #include "mount/session_io.h"
 #include "mount/writeback_guard.h"
+#include "mount/writeback_push.h"
 
 namespace walfs::mount {
 
@@ -56,9 +57,16 @@ class FuseServer {
   // After the free space changed: entering low space makes every file open
   // through the page cache ask before its next write (WritebackGuard).
   void NoteSpace();
-  // Reads how much of this mount's data the kernel may hold dirty (its bdi,
-  // mount/bdi_limit.h), once mounted on `mountpoint`.
-  void LearnDirtyBound(const std::string& mountpoint);
+  // Once mounted on `mountpoint`: reads how much of this mount's data the
+  // kernel may hold dirty (its bdi, mount/bdi_limit.h), and starts the
+  // writeback push (mount/writeback_push.h), which needs the mount's device
+  // number.  Before the session serves requests.
+  void LearnMount(const std::string& mountpoint);
+  // Before the session ends: the push asks nothing more.  JoinWritebackPush
+  // once /dev/fuse is closed (a syncfs in flight waits for WRITEs until the
+  // connection is gone).
+  void StopWritebackPush();
+  void JoinWritebackPush();
   // Writes held in the kernel's cache (mount/writeback_guard.h); `granted`
   // is whether the kernel took the writeback cache at INIT.
   WritebackGuard& writeback() { return writeback_; }
@@ -86,6 +94,8 @@ class FuseServer {
   SessionIo session_io_;
   std::unique_ptr<ControlDir> control_;
   PollNotifier polls_;  // after control_: it asks control_ until stopped
+  // Set by LearnMount before the session serves; read by the stats file.
+  std::unique_ptr<WritebackPush> push_;
 };
 
 }  // namespace walfs::mount

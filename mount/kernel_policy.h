@@ -27,6 +27,11 @@ struct KernelPolicy {
   // Below this much free space, files opened for writing bypass the cache
   // (WritebackGuard).
   std::uint64_t writeback_reserve_bytes = std::uint64_t{256} << 20;
+  // While a file is open for writing through the cache, the kernel is made
+  // to write this mount's dirty pages back to walfs every this many
+  // milliseconds (mount/writeback_push.h): what a killed daemon can lose of
+  // such writes.  0: only the kernel's own write-back (about 30 s).
+  int writeback_push_ms = 10;
   // Answer poll(2) on the control files, so that poll/select/epoll on
   // .walfs/trace_pipe sleep until events arrive.  Off by default: the kernel
   // then also asks the daemon before every io_uring read or write of every

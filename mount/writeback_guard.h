@@ -109,6 +109,9 @@ class WritebackGuard {
   void CachedWriterOpened(std::uint64_t ino) EXCLUDES(mu_);
   void CachedWriterReleased(std::uint64_t ino) EXCLUDES(mu_);
   bool HasCachedWriters(std::uint64_t ino) const EXCLUDES(mu_);
+  // Whether any file is: only then may the kernel hold dirty pages of this
+  // mount (the writeback push, mount/writeback_push.h, asks).
+  bool AnyCachedWriters() const EXCLUDES(mu_);
 
   std::uint64_t reserve_bytes() const { return reserve_bytes_; }
   std::uint64_t lost_writebacks() const EXCLUDES(mu_);

@@ -55,6 +55,7 @@ struct Config {
   char* commit = nullptr;  // seconds; parsed whole (fuse_opt's %u ignores trailing text)
   int writeback_cache = -1;  // -1: the default (on)
   char* wb_reserve_mb = nullptr;
+  char* wb_push_ms = nullptr;  // milliseconds; parsed whole
   char* lazy_commit = nullptr;  // milliseconds; parsed whole
   char* zeroout_kb = nullptr;   // KiB; parsed whole
   int trace_poll = 0;
@@ -86,7 +87,7 @@ struct Config {
   ~Config() {
     for (char* p :
          {image, wake, commit, trace_wakeup, trace_recursion, attr_timeout, entry_timeout, negative_timeout, wb_reserve_mb,
-          logbufs, logbsize, threads, trace_delay_us, trace_buffer_kb, lazy_commit, zeroout_kb})
+          wb_push_ms, logbufs, logbsize, threads, trace_delay_us, trace_buffer_kb, lazy_commit, zeroout_kb})
       free(p);
   }
 };
@@ -101,6 +102,7 @@ const fuse_opt kOptions[] = {
     {"writeback_cache", offsetof(Config, writeback_cache), 1},
     {"nowriteback_cache", offsetof(Config, writeback_cache), 0},
     WALFS_OPT("wb_reserve_mb=%s", wb_reserve_mb),
+    WALFS_OPT("wb_push_ms=%s", wb_push_ms),
     WALFS_OPT("lazy_commit_ms=%s", lazy_commit),
     WALFS_OPT("zeroout_kb=%s", zeroout_kb),
     WALFS_OPT("trace_poll", trace_poll),
@@ -365,6 +367,11 @@ int main(int argc, char** argv) {
     if (!ParseNumber("wb_reserve_mb", cfg.wb_reserve_mb, 0, 1'048'576, &mb, "MiB")) return 1;
     policy.writeback_reserve_bytes = mb << 20;
   }
+  {
+    std::uint64_t ms = static_cast<std::uint64_t>(policy.writeback_push_ms);
+    if (!ParseNumber("wb_push_ms", cfg.wb_push_ms, 0, 60'000, &ms, "milliseconds (0: off)")) return 1;
+    policy.writeback_push_ms = static_cast<int>(ms);
+  }
   policy.trace_poll = cfg.trace_poll != 0;
   policy.skip_flush = cfg.flush_requests == 0;
   policy.skip_opendir = cfg.opendir_requests == 0;
@@ -469,7 +476,7 @@ int main(int argc, char** argv) {
     return report_and_exit(fmt::format("could not mount on {}", cmd.mountpoint));
   }
   server.SetSession(se);
-  server.LearnDirtyBound(cmd.mountpoint);
+  server.LearnMount(cmd.mountpoint);
   server.SetOtherWorkersServe(!cmd.singlethread && cmd.max_threads > 1);
   if (walfs::Status io = walfs::mount::SessionIo::Attach(se); !io.ok()) {
     fuse_session_unmount(se);
@@ -508,10 +515,12 @@ int main(int argc, char** argv) {
   walfs::MarkImageClosing();
   server.control().InterruptReaders();
   server.StopPolling();  // it notifies through the session
+  server.StopWritebackPush();
   server.SetSession(nullptr);
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
-  fuse_session_destroy(se);
+  fuse_session_destroy(se);  // closes /dev/fuse: a syncfs of the push returns
+  server.JoinWritebackPush();
   walfs::Status s = (*fs)->Unmount();  // says how it went in the messages
   if (!s.ok()) return 1;
   return rc < 0 ? 1 : 0;

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/killtest/open_writer.h"
 #include "bench/killtest/process.h"
 #include "bench/killtest/unsynced.h"
 #include "bench/killtest/verify.h"
@@ -40,6 +41,8 @@ bool Executable(const std::string& path) { return ::access(path.c_str(), X_OK) =
 std::string UnsyncedDir(const std::string& mnt, int u, int round) {
   return fmt::format("{}/u{}/r{}", mnt, u, round);
 }
+
+std::string OpenDir(const std::string& mnt, int u, int round) { return fmt::format("{}/o{}/r{}", mnt, u, round); }
 
 }  // namespace
 
@@ -74,6 +77,10 @@ Status Campaign::Prepare() {
   }
   for (int u = 0; u < o_.unsynced_writers; ++u) {
     const std::string d = fmt::format("{}/u{}", setup_.mnt, u);
+    if (::mkdir(d.c_str(), 0755) != 0) return Status::FromErrno(errno, "mkdir " + d);
+  }
+  for (int u = 0; u < o_.open_writers; ++u) {
+    const std::string d = fmt::format("{}/o{}", setup_.mnt, u);
     if (::mkdir(d.c_str(), 0755) != 0) return Status::FromErrno(errno, "mkdir " + d);
   }
   ::sync();
@@ -114,6 +121,7 @@ std::string Campaign::Loads(int round, std::vector<pid_t>* pids) {
 std::string Campaign::RemoveLoadDirs(int round) {
   std::vector<std::string> dirs = {setup_.mnt + "/aim", setup_.mnt + "/fio"};
   for (int u = 0; u < o_.unsynced_writers; ++u) dirs.push_back(UnsyncedDir(setup_.mnt, u, round));
+  for (int u = 0; u < o_.open_writers; ++u) dirs.push_back(OpenDir(setup_.mnt, u, round));
   for (const std::string& d : dirs) {
     std::error_code ec;
     std::filesystem::remove_all(d, ec);
@@ -186,6 +194,25 @@ RoundResult Campaign::RunRound(int round) {
     ::setpgid(pid, pid);
     loads.push_back(pid);
   }
+  // The open writers, each in a new durable directory.
+  std::vector<std::string> open_ledgers;
+  for (int u = 0; u < o_.open_writers; ++u) {
+    const std::string dir = OpenDir(setup_.mnt, u, round);
+    if (::mkdir(dir.c_str(), 0755) != 0) return r.failure = "mkdir " + dir + ": " + std::strerror(errno), r;
+    open_ledgers.push_back(fmt::format("{}/ledger-o{}", work_, u));
+    const int fd = ::open(open_ledgers.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return r.failure = "ledger: " + std::string(std::strerror(errno)), r;
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setpgid(0, 0);
+      RunOpenWriter(o_.seed, round_seed ^ (0x2545f491ull * static_cast<std::uint64_t>(u + 1)), u, round, dir,
+                    o_.open_pause_us, fd);
+    }
+    ::close(fd);
+    if (pid < 0) return r.failure = "fork: " + std::string(std::strerror(errno)), r;
+    ::setpgid(pid, pid);
+    loads.push_back(pid);
+  }
   if (!r.quiet)
     if (std::string e = Loads(round, &loads); !e.empty()) r.failure = "loads: " + e;
 
@@ -238,9 +265,19 @@ RoundResult Campaign::RunRound(int round) {
     r.unsynced_missing += un.missing;
     for (const std::string& f : un.failures) unsynced_failures.push_back(fmt::format("u{}: {}", u, f));
   }
+  for (int u = 0; u < o_.open_writers; ++u) {
+    OpenOutcome op = CheckOpenWriter(o_.seed, u, round, OpenDir(setup_.mnt, u, round),
+                                     open_ledgers[static_cast<std::size_t>(u)], kill_ns,
+                                     std::int64_t{o_.open_margin_ms} * 1'000'000);
+    r.open_checked += op.checked;
+    r.open_lost += op.lost;
+    r.open_oldest_lost_ms = std::max(r.open_oldest_lost_ms, op.oldest_lost_ms);
+    for (const std::string& f : op.failures)
+      unsynced_failures.push_back(fmt::format("o{} (open files, margin {} ms): {}", u, o_.open_margin_ms, f));
+  }
   if (!unsynced_failures.empty()) {
     if (!r.failure.empty()) r.failure += "\n";
-    r.failure += fmt::format("unsynced writers: {} problem(s), {} checked change(s) missing (of {} checked; "
+    r.failure += fmt::format("unsynced and open-file writers: {} problem(s), {} checked unsynced change(s) missing (of {} checked; "
                              "margin {} ms):",
                              unsynced_failures.size(), r.unsynced_missing, r.unsynced_checked,
                              o_.unsynced_margin_ms);

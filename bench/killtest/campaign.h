@@ -32,6 +32,9 @@ struct CampaignOptions {
   int unsynced_writers = 1;       // writers that never fsync (bench/killtest/unsynced.h)
   int unsynced_pause_us = 500;    // their sleep before each change
   int unsynced_margin_ms = 200;   // their changes older than this at the kill are checked
+  int open_writers = 1;           // writers into files they hold open (bench/killtest/open_writer.h)
+  int open_pause_us = 500;        // their sleep before each write
+  int open_margin_ms = 200;       // their writes older than this at the kill are checked
   std::string mount_options;      // walfs -o OPTS ("": the defaults)
   int quiet_every = 4;            // rounds 1, 1+N, 1+2N, ...: the unsynced writers alone (0: never)
 };
@@ -45,6 +48,9 @@ struct RoundResult {
   std::uint64_t unsynced_checked = 0;     // unsynced changes old enough to be checked
   std::uint64_t unsynced_too_recent = 0;  // newer than the margin (or in flight)
   std::uint64_t unsynced_missing = 0;     // checked ones not there
+  std::uint64_t open_checked = 0;         // open writers' writes old enough to be checked
+  std::uint64_t open_lost = 0;            // checked ones not there
+  double open_oldest_lost_ms = 0;         // the oldest lost one's age at the kill
   double recovery_ms = 0;
   std::string replayed;  // the daemon's recovery summary
   std::string fsck = "-";

@@ -70,6 +70,13 @@ int Main(int argc, char** argv) {
   app.add_option("--unsynced-margin-ms", o.unsynced_margin_ms,
                  "check every unsynced change acknowledged this long before the kill (default 200: "
                  "lazy_commit_ms plus slack for a loaded machine)");
+  app.add_option("--open-writers", o.open_writers,
+                 "writers that append to files they keep open and never fsync (default 1): with the page "
+                 "cache on, the writeback push (wb_push_ms) is what brings their data to walfs");
+  app.add_option("--open-pause-us", o.open_pause_us, "the open writers' sleep before each write (default 500)");
+  app.add_option("--open-margin-ms", o.open_margin_ms,
+                 "check every open writer's write acknowledged this long before the kill (default 200: "
+                 "wb_push_ms, the push itself and lazy_commit_ms, with slack for a loaded machine)");
   std::uint64_t min_unsynced = 0;
   app.add_option("--min-unsynced-checked", min_unsynced,
                  "fail unless the rounds together checked at least this many unsynced changes");
@@ -93,7 +100,8 @@ int Main(int argc, char** argv) {
     o.fio_size = "16m";
   }
   if (o.rounds < 1 || o.writers < 0 || o.unsynced_writers < 0 || o.writers + o.unsynced_writers < 1 ||
-      o.unsynced_margin_ms < 0 || o.quiet_every < 0 || o.unsynced_pause_us < 0 || o.min_delay_ms < 0 ||
+      o.unsynced_margin_ms < 0 || o.open_writers < 0 || o.open_margin_ms < 0 || o.open_pause_us < 0 ||
+      o.quiet_every < 0 || o.unsynced_pause_us < 0 || o.min_delay_ms < 0 ||
       o.max_delay_ms < o.min_delay_ms)
     return cli::UsageError("walfs-killtest",
                            fmt::format("--rounds is at least 1, --writers plus --unsynced-writers at least 1, "
@@ -135,9 +143,10 @@ int Main(int argc, char** argv) {
   fmt::print("work directory {}\n", campaign.work_dir());
 
   Report report({"round", "delay_ms", "loads", "ops_acked", "files_checked", "unsynced_checked",
-                 "unsynced_too_recent", "unsynced_missing", "recovery_ms", "replayed", "fsck", "result"});
+                 "unsynced_too_recent", "unsynced_missing", "open_checked", "open_lost", "open_oldest_lost_ms",
+                 "recovery_ms", "replayed", "fsck", "result"});
   int survived = 0;
-  std::uint64_t checked_acks = 0, checked_unsynced = 0;
+  std::uint64_t checked_acks = 0, checked_unsynced = 0, checked_open = 0;
   std::vector<double> recovery;
   std::string failure;
   int failed_round = -1;
@@ -146,11 +155,13 @@ int Main(int argc, char** argv) {
     const bool ok = r.failure.empty();
     report.AddRow({Cell(r.round), Cell(r.delay_ms), Cell(r.quiet ? "unsynced" : "all"), Cell(r.ops_acked), Cell(r.files_checked),
                    Cell(r.unsynced_checked), Cell(r.unsynced_too_recent), Cell(r.unsynced_missing),
+                   Cell(r.open_checked), Cell(r.open_lost), Cell(r.open_oldest_lost_ms, 1),
                    Cell(r.recovery_ms, 1), Cell(r.replayed), Cell(r.fsck), Cell(ok ? "ok" : "FAILED")});
     fmt::print("round {:3}: kill after {:5} ms ({}), {:6} fsyncs acked, {:3} files checked, unsynced "
-               "{:5} checked / {:3} too recent / {} missing, remount {:7.1f} ms ({}), fsck {}: {}\n",
+               "{:5} checked / {:3} too recent / {} missing, open-file writes {:5} checked / {} lost, remount "
+               "{:7.1f} ms ({}), fsck {}: {}\n",
                r.round, r.delay_ms, r.quiet ? "unsynced writers only" : "all loads", r.ops_acked, r.files_checked, r.unsynced_checked,
-               r.unsynced_too_recent, r.unsynced_missing, r.recovery_ms, r.replayed, r.fsck,
+               r.unsynced_too_recent, r.unsynced_missing, r.open_checked, r.open_lost, r.recovery_ms, r.replayed, r.fsck,
                ok ? "ok" : "FAILED");
     std::fflush(stdout);
     if (!ok) {
@@ -161,6 +172,7 @@ int Main(int argc, char** argv) {
     ++survived;
     checked_acks += r.ops_acked;
     checked_unsynced += r.unsynced_checked;
+    checked_open += r.open_checked;
     recovery.push_back(r.recovery_ms);
   }
   report.Print(stdout, "walfs-killtest");
@@ -170,8 +182,9 @@ int Main(int argc, char** argv) {
   }
   const double max_ms = recovery.empty() ? 0 : *std::max_element(recovery.begin(), recovery.end());
   fmt::print("walfs-killtest: {}/{} rounds survived; {} acknowledged fsyncs checked; {} unsynced "
-             "changes checked; remount after the kill: median {:.1f} ms, max {:.1f} ms\n",
-             survived, failed_round >= 0 ? failed_round + 1 : o.rounds, checked_acks, checked_unsynced,
+             "changes and {} writes into open files checked; remount after the kill: median {:.1f} ms, max "
+             "{:.1f} ms\n",
+             survived, failed_round >= 0 ? failed_round + 1 : o.rounds, checked_acks, checked_unsynced, checked_open,
              Median(recovery), max_ms);
   if (failed_round >= 0) {
     fmt::print(stderr,

@@ -1,0 +1,135 @@
+// The writeback push (mount/writeback_push.h, `-o wb_push_ms=N`, default
+// 10): while a file is open for writing through the kernel's page cache,
+// the daemon has the kernel write this mount's dirty pages back every N ms.
+// So what a writer put in the cache and never fsynced survives a SIGKILL of
+// the daemon once a push and the lazy push (lazy_commit_ms) have run: the
+// kernel, which would otherwise keep those pages for its own write-back
+// (about 30 s), drops them with a dead connection.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "tests/fuse/mount_fixture.h"
+
+namespace walfs::testing {
+namespace {
+
+std::string Pattern(std::size_t n, char seed) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>(seed + static_cast<char>(i % 23));
+  return s;
+}
+
+class WritebackPush : public MountedFs {
+ public:
+  // commit=86400: only the lazy push writes the log to the image, as after
+  // a kill between two timed pushes.  1 GiB: well above the space where
+  // files are opened write-through (wb_reserve_mb).
+  static void SetUpTestSuite() { MountSuite({.image_size = "1g", .options = {"commit=86400"}}); }
+
+ protected:
+  void SetUp() override {
+    MountedFs::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    WALFS_REQUIRE_WALFS();
+  }
+
+  // Until two more pushes than `before` have run (so one began after the
+  // caller's writes), then until the lazy push wrote out what they brought.
+  // Up to 10 s, for a loaded machine.
+  void WaitPushedAndWrittenOut(long long before) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::string s = ReadFile(Root() + "/.walfs/stats");
+    while (StatIn(s, "writeback_pushes") < before + 2 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      s = ReadFile(Root() + "/.walfs/stats");
+    }
+    ASSERT_GE(StatIn(s, "writeback_pushes"), before + 2) << "no push in 10 s:\n" << s;
+    while (!(StatIn(s, "cil_items") == 0 && StatIn(s, "cil_lazy_written") == StatIn(s, "cil_lazy_pushes")) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      s = ReadFile(Root() + "/.walfs/stats");
+    }
+    ASSERT_EQ(StatIn(s, "cil_items"), 0) << "still in the CIL:\n" << s;
+  }
+};
+
+TEST_F(WritebackPush, IsOnByDefaultAndSaysSoInTheStats) {
+  const std::string s = ReadFile(Root() + "/.walfs/stats");
+  EXPECT_NE(s.find("\nwriteback_push on\n"), std::string::npos) << s;
+  EXPECT_EQ(StatIn(s, "writeback_push_ms"), 10);
+}
+
+TEST_F(WritebackPush, DataWrittenToAFileStillOpenSurvivesAKillOfTheDaemon) {
+  const std::string a = Pattern(3 << 20, 'a'), b = Pattern(5000, 'k');
+  const int fa = open(Path("a").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_SYS(fa);
+  const int fb = open(Path("b").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_SYS(fb);
+  const long long before = StatValue(Root(), "writeback_pushes");
+  ASSERT_EQ(pwrite(fa, a.data(), a.size(), 0), static_cast<ssize_t>(a.size()));
+  ASSERT_EQ(pwrite(fb, b.data(), b.size(), 0), static_cast<ssize_t>(b.size()));
+  ASSERT_EQ(pwrite(fb, "ZZ", 2, 100), 2);  // an overwrite in a cached page
+  WaitPushedAndWrittenOut(before);
+  KillDaemon();
+  close(fa);  // on a dead connection: the kernel drops whatever it still held
+  close(fb);
+  ASSERT_NO_FATAL_FAILURE(MountAgain());
+  EXPECT_TRUE(ReadFile(Path("a")) == a) << "a lost its cached data: " << ReadFile(Path("a")).size() << " bytes";
+  std::string want_b = b;
+  want_b.replace(100, 2, "ZZ");
+  EXPECT_TRUE(ReadFile(Path("b")) == want_b) << "b: " << ReadFile(Path("b")).size() << " bytes";
+  ASSERT_NO_FATAL_FAILURE(Remount());
+}
+
+TEST_F(WritebackPush, StoresThroughASharedMappingSurviveAKillOfTheDaemon) {
+  constexpr std::size_t kSize = 64 << 10;
+  const int fd = open(Path("m").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_SYS(fd);
+  ASSERT_SYS(ftruncate(fd, kSize));
+  void* p = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ASSERT_NE(p, MAP_FAILED) << strerrorname_np(errno);
+  const std::string want = Pattern(kSize, 'm');
+  const long long before = StatValue(Root(), "writeback_pushes");
+  std::memcpy(p, want.data(), kSize);
+  WaitPushedAndWrittenOut(before);
+  KillDaemon();
+  munmap(p, kSize);
+  close(fd);
+  ASSERT_NO_FATAL_FAILURE(MountAgain());
+  EXPECT_TRUE(ReadFile(Path("m")) == want) << "the mapped stores were lost";
+  ASSERT_NO_FATAL_FAILURE(Remount());
+}
+
+TEST_F(WritebackPush, NothingOpenForWritingNothingPushed) {
+  WriteFile(Path("closed"), "written and closed");  // close wrote it back
+  const long long before = StatValue(Root(), "writeback_pushes");
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(StatValue(Root(), "writeback_pushes"), before);
+}
+
+class WritebackPushOff : public MountedFs {
+ public:
+  static void SetUpTestSuite() { MountSuite({.image_size = "1g", .options = {"wb_push_ms=0"}}); }
+};
+
+TEST_F(WritebackPushOff, ZeroTurnsItOff) {
+  WALFS_REQUIRE_WALFS();
+  const int fd = open(Path("f").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_SYS(fd);
+  ASSERT_EQ(write(fd, "x", 1), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::string s = ReadFile(Root() + "/.walfs/stats");
+  close(fd);
+  EXPECT_NE(s.find("\nwriteback_push off\n"), std::string::npos) << s;
+  EXPECT_EQ(StatIn(s, "writeback_pushes"), 0);
+}
+
+}  // namespace
+}  // namespace walfs::testing
