@@ -882,9 +882,11 @@ void FuseServer::LearnMount(const std::string& mountpoint) {
     push_ms = 0;
   }
   push_ = std::make_unique<WritebackPush>(
-      WritebackPush::Options{.mountpoint = mountpoint, .device = dev.ok() ? *dev : "", .interval_ms = push_ms},
-      [this] { return writeback_.AnyCachedWriters(); });
-  push_->Start();
+      WritebackPush::Options{.mountpoint = mountpoint, .device = dev.ok() ? *dev : "", .interval_ms = push_ms});
+  WritebackPush* push = push_.get();
+  writeback_.SetWritersObserver([push](bool any) { push->SetWanted(any); });
+  push->SetWanted(writeback_.AnyCachedWriters());
+  push->Start();
 }
 
 void FuseServer::StopWritebackPush() {

@@ -46,7 +46,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/mutex.h"
@@ -110,8 +112,12 @@ class WritebackGuard {
   void CachedWriterReleased(std::uint64_t ino) EXCLUDES(mu_);
   bool HasCachedWriters(std::uint64_t ino) const EXCLUDES(mu_);
   // Whether any file is: only then may the kernel hold dirty pages of this
-  // mount (the writeback push, mount/writeback_push.h, asks).
+  // mount.
   bool AnyCachedWriters() const EXCLUDES(mu_);
+  // Told, under the guard's lock, each time AnyCachedWriters() turns true
+  // or false (the writeback push, mount/writeback_push.h).  Set before the
+  // session serves; `observer` must not call back into the guard.
+  void SetWritersObserver(std::function<void(bool any)> observer) { writers_observer_ = std::move(observer); }
 
   std::uint64_t reserve_bytes() const { return reserve_bytes_; }
   std::uint64_t lost_writebacks() const EXCLUDES(mu_);
@@ -125,6 +131,7 @@ class WritebackGuard {
   std::unordered_map<std::uint64_t, int> lost_ GUARDED_BY(mu_);  // ino -> errno
   std::uint64_t lost_count_ GUARDED_BY(mu_) = 0;
   std::unordered_map<std::uint64_t, std::uint32_t> cached_writers_ GUARDED_BY(mu_);  // ino -> handles
+  std::function<void(bool)> writers_observer_;  // set before any writer
 };
 
 }  // namespace walfs::mount

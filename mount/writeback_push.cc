@@ -1,13 +1,22 @@
 #include "mount/writeback_push.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstdio>
 #include <cstring>
+#include <new>
 #include <utility>
 
 #include <fmt/format.h>
@@ -19,55 +28,150 @@ namespace walfs::mount {
 
 namespace {
 
-// Closes a descriptor when it leaves scope.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
+// futex(2) on a word of a MAP_SHARED page: not FUTEX_PRIVATE_FLAG, since
+// daemon and helper are two processes.
+void SharedFutexWait(std::atomic<std::uint32_t>* word, std::uint32_t expected, std::int64_t timeout_ns) {
+  timespec ts = {.tv_sec = timeout_ns / 1'000'000'000, .tv_nsec = timeout_ns % 1'000'000'000};
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
 
- private:
-  const int fd_;
-};
+void SharedFutexWake(std::atomic<std::uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+// The detached clone of the mount on `mountpoint`, if it is the filesystem
+// `major:minor`: a descriptor (O_PATH), -1 with errno otherwise (ENXIO: the
+// path names another filesystem now).  Asks walfs nothing: the path walk
+// ends at the mount's root, which is never revalidated, and statx with
+// AT_STATX_DONT_SYNC reads the device number from the superblock.
+int CloneOf(const char* mountpoint, unsigned major, unsigned minor) {
+  const int tree = static_cast<int>(::open_tree(AT_FDCWD, mountpoint, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+  if (tree < 0) return -1;
+  struct statx stx = {};
+  if (::statx(tree, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &stx) != 0 || stx.stx_dev_major != major ||
+      stx.stx_dev_minor != minor) {
+    ::close(tree);
+    errno = ENXIO;
+    return -1;
+  }
+  return tree;
+}
 
 }  // namespace
 
-WritebackPush::WritebackPush(Options options, std::function<bool()> wanted)
-    : options_(std::move(options)), wanted_(std::move(wanted)) {}
+WritebackPush::WritebackPush(Options options) : options_(std::move(options)) {
+  void* page = ::mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  // Without the page there is no push and nothing to report: state() says off.
+  if (page != MAP_FAILED) shared_ = new (page) Shared();
+}
 
 WritebackPush::~WritebackPush() {
   RequestStop();
   Join();
+  if (shared_ != nullptr) {
+    shared_->~Shared();
+    ::munmap(shared_, sizeof(Shared));
+  }
 }
 
 void WritebackPush::Start() {
-  if (options_.interval_ms <= 0) return;
-  {
-    MutexLock l(&mu_);
-    if (state_ != State::kOff) return;
-    state_ = State::kOn;
+  if (options_.interval_ms <= 0 || shared_ == nullptr || helper_ >= 0) return;
+  unsigned major = 0, minor = 0;
+  if (std::sscanf(options_.device.c_str(), "%u:%u", &major, &minor) != 2) {
+    shared_->state.store(static_cast<std::uint32_t>(State::kUnavailable));
+    Message(Severity::kWarning, "writeback push off: this mount's device number '{}' is unreadable", options_.device);
+    return;
   }
-  thread_ = std::thread([this] { Loop(); });
+  const int tree = CloneOf(options_.mountpoint.c_str(), major, minor);
+  if (tree < 0) {
+    const int err = errno;
+    shared_->state.store(static_cast<std::uint32_t>(State::kUnavailable));
+    Message(Severity::kWarning,
+            "writeback push off: cannot clone the mount on {} ({}{}); data written through the page cache "
+            "reaches walfs at close, fsync or the kernel's own write-back (about 30 s), and a killed daemon "
+            "loses what it had not",
+            options_.mountpoint, strerrorname_np(err), err == EPERM ? ": it needs CAP_SYS_ADMIN" : "");
+    return;
+  }
+  ::close(tree);
+  shared_->state.store(static_cast<std::uint32_t>(State::kOn));
+  const pid_t parent = ::getpid();
+  const std::int64_t interval_ns = std::int64_t{options_.interval_ms} * 1'000'000;
+  const pid_t pid = ::fork();
+  if (pid == 0) HelperMain(shared_, options_.mountpoint.c_str(), major, minor, interval_ns, parent);
+  if (pid < 0) {
+    const int err = errno;
+    shared_->state.store(static_cast<std::uint32_t>(State::kUnavailable));
+    Message(Severity::kWarning, "writeback push off: fork: {}", std::strerror(err));
+    return;
+  }
+  helper_ = pid;
+}
+
+void WritebackPush::HelperMain(Shared* shared, const char* mountpoint, unsigned dev_major, unsigned dev_minor,
+                               std::int64_t interval_ns, pid_t parent) {
+  // Nothing of the daemon's: above all not /dev/fuse, whose last close is
+  // what aborts the connection when the daemon dies.
+  ::close_range(0, ~0U, 0);
+  ::prctl(PR_SET_NAME, "walfs-wbpush");
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(0);  // the daemon died before the line above
+  // The daemon's handlers (libfuse's SIGINT/SIGTERM/SIGHUP) would set
+  // flags in this copy of it: the defaults end the helper instead.
+  struct sigaction dfl = {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  for (;;) {
+    const std::int64_t until = MonotonicNanos() + interval_ns;
+    for (std::int64_t now = MonotonicNanos(); now < until && shared->stop.load() == 0; now = MonotonicNanos())
+      SharedFutexWait(&shared->stop, 0, until - now);
+    if (shared->stop.load() != 0) ::_exit(0);
+    if (shared->wanted.load(std::memory_order_acquire) == 0) continue;
+    const std::int64_t start = MonotonicNanos();
+    const int tree = CloneOf(mountpoint, dev_major, dev_minor);
+    if (tree < 0) {
+      shared->skipped.fetch_add(1);  // unmounted, or covered by another mount
+      continue;
+    }
+    // syncfs needs a file open for reading (open_tree's is a path): the
+    // clone's root.  walfs refuses OPENDIR once (skip_opendir) and the
+    // kernel stops asking, so this costs no request.
+    const int root = ::openat(tree, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const bool synced = root >= 0 && ::syncfs(root) == 0;
+    if (root >= 0) ::close(root);
+    ::close(tree);  // the superblock may end here, if the mount was unmounted meanwhile
+    shared->latency_ns.Record(MonotonicNanos() - start);
+    shared->pushes.fetch_add(1);
+    if (!synced) shared->failed.fetch_add(1);
+  }
+}
+
+void WritebackPush::SetWanted(bool wanted) {
+  if (shared_ != nullptr) shared_->wanted.store(wanted ? 1 : 0, std::memory_order_release);
 }
 
 void WritebackPush::RequestStop() {
-  MutexLock l(&mu_);
-  stopping_ = true;
-  if (state_ == State::kOn) state_ = State::kStopped;
-  cv_.SignalAll();
+  if (shared_ == nullptr) return;
+  shared_->stop.store(1);
+  SharedFutexWake(&shared_->stop);
+  std::uint32_t on = static_cast<std::uint32_t>(State::kOn);
+  shared_->state.compare_exchange_strong(on, static_cast<std::uint32_t>(State::kStopped));
 }
 
 void WritebackPush::Join() {
-  if (thread_.joinable()) thread_.join();
+  if (helper_ < 0) return;
+  int status = 0;
+  while (::waitpid(helper_, &status, 0) < 0 && errno == EINTR) {
+  }
+  helper_ = -1;
 }
 
 WritebackPush::State WritebackPush::state() const {
-  MutexLock l(&mu_);
-  return state_;
+  return shared_ == nullptr ? State::kOff : static_cast<State>(shared_->state.load());
 }
 
 const char* WritebackPush::StateName(State s) {
@@ -81,80 +185,13 @@ const char* WritebackPush::StateName(State s) {
 }
 
 std::string WritebackPush::StatsText() const {
-  MutexLock l(&mu_);
+  if (shared_ == nullptr) return fmt::format("writeback_push off\nwriteback_push_ms {}\n", options_.interval_ms);
+  const Shared& s = *shared_;
   return fmt::format(
       "writeback_push {}\nwriteback_push_ms {}\nwriteback_pushes {}\nwriteback_push_skipped {}\n"
       "writeback_push_failed {}\nwriteback_push_p50_us {}\nwriteback_push_p99_us {}\nwriteback_push_max_us {}\n",
-      StateName(state_), options_.interval_ms, pushes_, skipped_, failed_, latency_ns_.Percentile(0.5) / 1000,
-      latency_ns_.Percentile(0.99) / 1000, latency_ns_.Max() / 1000);
-}
-
-void WritebackPush::Loop() {
-  const std::int64_t interval_ns = std::int64_t{options_.interval_ms} * 1'000'000;
-  for (;;) {
-    {
-      MutexLock l(&mu_);
-      const std::int64_t until = MonotonicNanos() + interval_ns;
-      for (std::int64_t now = MonotonicNanos(); !stopping_ && now < until; now = MonotonicNanos())
-        cv_.WaitFor(&mu_, until - now);
-      if (stopping_) return;
-    }
-    if (!wanted_()) continue;
-    if (!PushOnce()) return;
-  }
-}
-
-bool WritebackPush::PushOnce() {
-  const std::int64_t start = MonotonicNanos();
-  // A private mount of this superblock, outside every namespace: an umount
-  // of the real mount meanwhile succeeds (the superblock lives until the
-  // clone is closed below).
-  Fd tree(::open_tree(AT_FDCWD, options_.mountpoint.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
-  if (tree.get() < 0) {
-    const int err = errno;
-    if (err == EPERM || err == ENOSYS || err == EINVAL) {
-      MutexLock l(&mu_);
-      state_ = State::kUnavailable;
-      unavailable_why_ = err == EPERM ? "cloning the mount needs CAP_SYS_ADMIN" : std::strerror(err);
-      Message(Severity::kWarning,
-              "writeback push off: {} ({}); data written through the page cache reaches walfs at close, "
-              "fsync or the kernel's own write-back (about 30 s), and a killed daemon loses what it had not",
-              unavailable_why_, strerrorname_np(err));
-      return false;
-    }
-    MutexLock l(&mu_);
-    ++skipped_;  // the mountpoint is gone (unmounted meanwhile)
-    return true;
-  }
-  // Never sync another filesystem: the path may now name the directory
-  // under this mount (unmounted) or a mount on top of it.  statx with an
-  // empty path reads the device number from the superblock; DONT_SYNC
-  // keeps it from asking walfs anything.
-  struct statx stx = {};
-  const bool ours =
-      ::statx(tree.get(), "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &stx) == 0 &&
-      fmt::format("{}:{}", stx.stx_dev_major, stx.stx_dev_minor) == options_.device;
-  if (!ours) {
-    MutexLock l(&mu_);
-    ++skipped_;
-    return true;
-  }
-  // syncfs needs a file open for reading (open_tree's is a path): the
-  // clone's root.  walfs answers no OPENDIR by default, so this asks
-  // nothing.
-  Fd root(::openat(tree.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  const bool synced = root.get() >= 0 && ::syncfs(root.get()) == 0;
-  const int err = errno;
-  latency_ns_.Record(MonotonicNanos() - start);
-  MutexLock l(&mu_);
-  ++pushes_;
-  if (!synced) {
-    // ENOTCONN / ENODEV: the connection is going away; anything else is
-    // worth a line once.
-    if (failed_++ == 0 && err != ENOTCONN && err != ENODEV)
-      Message(Severity::kWarning, "writeback push: syncfs of {}: {}", options_.mountpoint, std::strerror(err));
-  }
-  return true;
+      StateName(state()), options_.interval_ms, s.pushes.load(), s.skipped.load(), s.failed.load(),
+      s.latency_ns.Percentile(0.5) / 1000, s.latency_ns.Percentile(0.99) / 1000, s.latency_ns.Max() / 1000);
 }
 
 }  // namespace walfs::mount

@@ -29,22 +29,32 @@
 // Cloning a mount needs CAP_SYS_ADMIN: a mount by an ordinary user (through
 // fusermount3) has no push, and says so.
 //
-//   WritebackPush push({.mountpoint = "/mnt", .device = "0:53", .interval_ms = 10},
-//                      [&] { return guard.AnyCachedWriters(); });
-//   push.Start();             // once the session serves requests
+// The pushes run in a helper process (named walfs-wbpush), not a thread.
+// A syncfs waits, uninterruptibly, for WRITEs that the daemon serves; if
+// the daemon is killed meanwhile, a thread stuck there keeps the process
+// (and so /dev/fuse, which would abort the connection) alive forever: the
+// mount hangs until someone aborts it in /sys/fs/fuse/connections.  The
+// helper closes every descriptor it inherited, so a killed daemon exits at
+// once, the connection aborts, and the helper's syncfs returns; the helper
+// dies with the daemon (PR_SET_PDEATHSIG).  Daemon and helper share one
+// page of counters and flags (MAP_SHARED); the helper allocates nothing.
+//
+//   WritebackPush push({.mountpoint = "/mnt", .device = "0:53", .interval_ms = 10});
+//   guard.SetWritersObserver([&](bool any) { push.SetWanted(any); });
+//   push.Start();             // once mounted; before the session serves
 //   ...
 //   push.RequestStop();       // before the session ends
 //   push.Join();              // after /dev/fuse is closed (a syncfs in
 //                             // flight returns once the connection aborts)
 #pragma once
 
+#include <sys/types.h>
+
+#include <atomic>
 #include <cstdint>
-#include <functional>
 #include <string>
-#include <thread>
 
 #include "base/histogram.h"
-#include "base/mutex.h"
 
 namespace walfs::mount {
 
@@ -56,47 +66,52 @@ class WritebackPush {
     int interval_ms = 0;     // 0: no push
   };
   // What the push is doing, for .walfs/stats.
-  enum class State { kOff, kOn, kUnavailable, kStopped };
+  enum class State : std::uint32_t { kOff, kOn, kUnavailable, kStopped };
 
-  // `wanted` says whether a push could find anything: a file is open for
-  // writing through the cache (WritebackGuard).
-  WritebackPush(Options options, std::function<bool()> wanted);
+  explicit WritebackPush(Options options);
   ~WritebackPush();
   WritebackPush(const WritebackPush&) = delete;
   WritebackPush& operator=(const WritebackPush&) = delete;
 
-  // Starts the thread (interval_ms > 0); the first push that cannot clone
-  // the mount turns the push off with a message.
-  void Start() EXCLUDES(mu_);
-  // Asks the thread to stop, without waiting.
-  void RequestStop() EXCLUDES(mu_);
-  // Waits for the thread.  A syncfs in flight waits for WRITE requests: call
-  // this only once they are served or the connection is gone.
+  // Checks that this mount can be cloned and starts the helper
+  // (interval_ms > 0); when it cannot, the push stays off and a message
+  // says why.  From the thread that lives as long as the mount (the helper
+  // dies with it).
+  void Start();
+  // Whether a push could find anything: some file is open for writing
+  // through the cache (WritebackGuard's observer).  Any thread.
+  void SetWanted(bool wanted);
+  // Asks the helper to stop, without waiting.
+  void RequestStop();
+  // Waits for the helper.  A syncfs in flight waits for WRITE requests:
+  // call this only once they are served or the connection is gone.
   void Join();
 
   int interval_ms() const { return options_.interval_ms; }
-  State state() const EXCLUDES(mu_);
+  State state() const;
   static const char* StateName(State s);
   // writeback_push_* lines of .walfs/stats.
-  std::string StatsText() const EXCLUDES(mu_);
+  std::string StatsText() const;
 
  private:
-  void Loop() EXCLUDES(mu_);
-  // One push; false when the push cannot work on this mount at all.
-  bool PushOnce() EXCLUDES(mu_);
+  // The page the daemon and the helper share.
+  struct Shared {
+    std::atomic<std::uint32_t> stop{0};    // the helper sleeps on it (futex)
+    std::atomic<std::uint32_t> wanted{0};
+    std::atomic<std::uint32_t> state{0};   // State
+    std::atomic<std::uint64_t> pushes{0};
+    std::atomic<std::uint64_t> skipped{0};  // the mountpoint was not this mount
+    std::atomic<std::uint64_t> failed{0};   // syncfs returned an error
+    Histogram latency_ns;
+  };
+
+  // The helper's loop (in the child: no allocation, no lock).
+  [[noreturn]] static void HelperMain(Shared* shared, const char* mountpoint, unsigned dev_major,
+                                      unsigned dev_minor, std::int64_t interval_ns, pid_t parent);
 
   const Options options_;
-  const std::function<bool()> wanted_;
-  mutable Mutex mu_;  // leaf
-  CondVar cv_;
-  bool stopping_ GUARDED_BY(mu_) = false;
-  State state_ GUARDED_BY(mu_) = State::kOff;
-  std::string unavailable_why_ GUARDED_BY(mu_);
-  std::uint64_t pushes_ GUARDED_BY(mu_) = 0;
-  std::uint64_t skipped_ GUARDED_BY(mu_) = 0;  // the mountpoint was not this mount
-  std::uint64_t failed_ GUARDED_BY(mu_) = 0;   // syncfs returned an error
-  Histogram latency_ns_;
-  std::thread thread_;
+  Shared* shared_ = nullptr;  // an anonymous MAP_SHARED mapping
+  pid_t helper_ = -1;
 };
 
 }  // namespace walfs::mount

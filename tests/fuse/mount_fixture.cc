@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +24,8 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "base/mount_table.h"
 
@@ -182,9 +185,29 @@ std::string WalfsMount::Unmount(int want_status) {
 
 void WalfsMount::Kill() {
   if (pid_ <= 0) return;
+  // The connection's number is the mount's device minor (fusectl).
+  struct stat st = {};
+  const bool have_dev = stat(mnt_.c_str(), &st) == 0;
   kill(pid_, SIGKILL);
-  int status;
-  waitpid(pid_, &status, 0);
+  // A killed daemon must be gone at once: its last close of /dev/fuse is
+  // what fails the mount's requests.  A thread of it stuck in the kernel
+  // on a request to itself would keep it (and the mount) alive forever, so
+  // after 30 s the connection is aborted through fusectl to end the test.
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  int status = 0;
+  while (waitpid(pid_, &status, WNOHANG) != pid_.load()) {
+    if (Clock::now() > deadline) {
+      ADD_FAILURE() << "the killed walfs daemon (pid " << pid_ << ") did not exit within 30 s; aborting its "
+                    << "connection through /sys/fs/fuse/connections";
+      if (have_dev) {
+        (void)!system("mountpoint -q /sys/fs/fuse/connections || mount -t fusectl none /sys/fs/fuse/connections");
+        std::ofstream(fmt::format("/sys/fs/fuse/connections/{}/abort", minor(st.st_dev))) << "1";
+      }
+      waitpid(pid_, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   pid_ = -1;
   exit_status_ = status;
 }
@@ -437,6 +460,8 @@ void MountedFs::Remount(const std::vector<std::string>& options) {
 }
 
 std::string MountedFs::ImagePath() { return suite->mount->image(); }
+
+pid_t MountedFs::DaemonPid() { return suite->mount ? suite->mount->pid() : -1; }
 
 std::string MountedFs::DaemonOutput() { return suite->mount->Output(); }
 

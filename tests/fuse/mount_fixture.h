@@ -154,6 +154,7 @@ class MountedFs : public ::testing::Test {
   static std::string WaitForDaemonExit(int seconds);
   static std::string DaemonOutput();
   static std::string ImagePath();
+  static pid_t DaemonPid();  // -1 when not running
 
   static ToolRun RunTool(const std::string& command) { return testing::RunTool(command); }
 

@@ -10,10 +10,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <vector>
 #include <cstring>
 #include <string>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "tests/fuse/mount_fixture.h"
 
@@ -104,6 +110,81 @@ TEST_F(WritebackPush, StoresThroughASharedMappingSurviveAKillOfTheDaemon) {
   close(fd);
   ASSERT_NO_FATAL_FAILURE(MountAgain());
   EXPECT_TRUE(ReadFile(Path("m")) == want) << "the mapped stores were lost";
+  ASSERT_NO_FATAL_FAILURE(Remount());
+}
+
+// The system call each thread of `pid` is in (/proc/PID/task/TID/syscall:
+// its number, or "running"), one entry per thread.
+std::vector<std::string> SyscallsOf(pid_t pid) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid), ec)) {
+    std::string first;
+    std::ifstream(task.path() / "syscall") >> first;
+    out.push_back(first);
+  }
+  return out;
+}
+
+// What makes a killed daemon exit at once: none of its threads ever waits
+// in syncfs(2) (number 306 on x86-64), which waits for WRITEs that only its
+// other threads serve.  The helper does, and is not the daemon.
+TEST_F(WritebackPush, NoThreadOfTheDaemonEverWaitsInSyncfs) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "syncfs's number is checked on x86-64 only";
+#endif
+  const int fd = open(Path("sampled").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_SYS(fd);
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    const std::string chunk(1 << 20, 's');
+    for (off_t off = 0; !stop.load(); off = (off + (1 << 20)) % (32 << 20))
+      if (pwrite(fd, chunk.data(), chunk.size(), off) < 0) break;
+  });
+  const pid_t daemon = DaemonPid();
+  int in_syncfs = 0, samples = 0;
+  const long long before = StatValue(Root(), "writeback_pushes");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < until) {
+    for (const std::string& call : SyscallsOf(daemon)) in_syncfs += call == "306";
+    ++samples;
+  }
+  stop = true;
+  writer.join();
+  close(fd);
+  EXPECT_GT(StatValue(Root(), "writeback_pushes"), before + 10);
+  EXPECT_EQ(in_syncfs, 0) << "a thread of the daemon was in syncfs in " << in_syncfs << " of " << samples
+                          << " samples: killed then, the daemon could never exit";
+}
+
+// The pushes run in a helper process that holds no descriptor of the
+// daemon's: a syncfs in flight waits for WRITEs only the daemon serves, and
+// a thread of the daemon stuck there would keep /dev/fuse open, so the
+// killed daemon would never exit nor its mount fail (KillDaemon gives it
+// 30 s).
+TEST_F(WritebackPush, AKillDuringPushesEndsTheDaemonAtOnce) {
+  for (int round = 0; round < 10; ++round) {
+    const int fd = open(Path("busy").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_SYS(fd);
+    std::atomic<bool> stop{false};
+    std::thread writer([&] {
+      const std::string chunk(1 << 20, 'w');
+      for (off_t off = 0; !stop.load(); off = (off + (1 << 20)) % (64 << 20))
+        if (pwrite(fd, chunk.data(), chunk.size(), off) < 0) break;  // the dead mount
+    });
+    const long long before = StatValue(Root(), "writeback_pushes");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (StatValue(Root(), "writeback_pushes") < before + 3 + round && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const auto t0 = std::chrono::steady_clock::now();
+    KillDaemon();
+    const auto took = std::chrono::steady_clock::now() - t0;
+    stop = true;
+    writer.join();
+    close(fd);
+    EXPECT_LT(took, std::chrono::seconds(5)) << "round " << round;
+    ASSERT_NO_FATAL_FAILURE(MountAgain());
+  }
   ASSERT_NO_FATAL_FAILURE(Remount());
 }
 
