@@ -34,7 +34,7 @@ struct CampaignOptions {
   int unsynced_margin_ms = 200;   // their changes older than this at the kill are checked
   int open_writers = 1;           // writers into files they hold open (bench/killtest/open_writer.h)
   int open_pause_us = 500;        // their sleep before each write
-  int open_margin_ms = 200;       // their writes older than this at the kill are checked
+  int open_margin_ms = 1000;      // their writes older than this at the kill are checked
   std::string mount_options;      // walfs -o OPTS ("": the defaults)
   int quiet_every = 4;            // rounds 1, 1+N, 1+2N, ...: the unsynced writers alone (0: never)
 };

@@ -75,8 +75,9 @@ int Main(int argc, char** argv) {
                  "cache on, the writeback push (wb_push_ms) is what brings their data to walfs");
   app.add_option("--open-pause-us", o.open_pause_us, "the open writers' sleep before each write (default 500)");
   app.add_option("--open-margin-ms", o.open_margin_ms,
-                 "check every open writer's write acknowledged this long before the kill (default 200: "
-                 "wb_push_ms, the push itself and lazy_commit_ms, with slack for a loaded machine)");
+                 "check every open writer's write acknowledged this long before the kill (default 1000: "
+                 "wb_push_ms plus a push, which under fio's buffered load waits for all of the mount's "
+                 "dirty pages, up to the bdi's ~48 MB, plus lazy_commit_ms)");
   std::uint64_t min_unsynced = 0;
   app.add_option("--min-unsynced-checked", min_unsynced,
                  "fail unless the rounds together checked at least this many unsynced changes");
