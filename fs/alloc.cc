@@ -38,8 +38,9 @@ Result<BufRef> Allocator::HoldAgHeader(FsTransaction* tx, std::uint32_t agno, Ag
   header->length = sb_->AgLength(agno);
   header->free_blocks = DecodeFixed32(p + kAgHeaderFreeOffset);
   if (header->free_blocks > header->length)
-    return Status::Corruption(fmt::format("AG {} header: {} free blocks in {}", agno,
-                                          header->free_blocks, header->length));
+    return cache_->Damaged("AG header free count", 0, agh->blkno(),
+                           Status::Corruption(fmt::format("AG {} header: {} free blocks in {}", agno,
+                                                          header->free_blocks, header->length)));
   return agh;
 }
 
@@ -86,8 +87,9 @@ Status Allocator::SetBits(FsTransaction* tx, std::uint32_t agno, const BufRef& a
     tx->Hold(bm);
     for (std::uint64_t i = b; i < block_end; ++i) {
       if (format::BitmapTest(bm->data(), i % bits) == used)
-        return Status::Corruption(fmt::format("AG {} bitmap: block {} is already {}", agno, i,
-                                              used ? "in use" : "free"));
+        return cache_->Damaged("AG bitmap bit", 0, bm->blkno(),
+                               Status::Corruption(fmt::format("AG {} bitmap: block {} is already {}", agno, i,
+                                                              used ? "in use" : "free")));
     }
     // Checked before anything changes: a block made real here is logged
     // whole, with the bits it has now.
@@ -110,8 +112,9 @@ Status Allocator::CheckBits(std::uint32_t agno, const BufRef& agh, std::uint32_t
     // A word of the map at a time: the first bit that is not `used`.
     const std::uint64_t odd = base + format::BitmapFind(bm->data(), b - base, stop - base, !used);
     if (odd < stop)
-      return Status::Corruption(fmt::format("AG {} bitmap: block {} is already {}", agno, odd,
-                                            used ? "free" : "in use"));
+      return cache_->Damaged("AG bitmap bit", 0, bm->blkno(),
+                             Status::Corruption(fmt::format("AG {} bitmap: block {} is already {}", agno, odd,
+                                                            used ? "free" : "in use")));
     b = stop;
   }
   return Status::Ok();
@@ -262,12 +265,15 @@ Status Allocator::LoadFreeTotal() NO_THREAD_SAFETY_ANALYSIS {
 
 Status Allocator::Free(FsTransaction* tx, std::uint64_t block, std::uint32_t count) {
   if (block < sb_->data_start() || block + count > sb_->total_blocks || count == 0)
-    return Status::Corruption(fmt::format("freeing blocks {}+{}, outside the data area", block, count));
+    return cache_->Damaged("extent outside the data area", 0, block,
+                           Status::Corruption(fmt::format("freeing blocks {}+{}, outside the data area", block,
+                                                          count)));
   const auto agno = static_cast<std::uint32_t>((block - sb_->data_start()) / sb_->ag_blocks);
   const auto agblock = static_cast<std::uint32_t>(block - sb_->AgStart(agno));
   if (agblock < format::AgFirstFree(*sb_) || agblock + count > sb_->AgLength(agno))
-    return Status::Corruption(fmt::format("freeing blocks {}+{}: AG {} metadata or past its end",
-                                          block, count, agno));
+    return cache_->Damaged("extent over AG metadata", 0, block,
+                           Status::Corruption(fmt::format("freeing blocks {}+{}: AG {} metadata or past its end",
+                                                          block, count, agno)));
   AgHeader h;
   Result<BufRef> held = HoldAgHeader(tx, agno, &h);
   if (!held.ok() && held.status().code() == StatusCode::kWouldBlock) {

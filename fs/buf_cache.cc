@@ -172,6 +172,11 @@ void BufCache::ReportDamage(std::string_view what, std::uint64_t ino, std::uint6
   if (options_.on_damage) options_.on_damage(what, ino, blkno, s);
 }
 
+Status BufCache::Damaged(std::string_view what, std::uint64_t ino, std::uint64_t blkno, Status s) const {
+  ReportDamage(what, ino, blkno, s);
+  return s;
+}
+
 std::string BufCache::DamageWhat(BlockType type, const Status& s) {
   std::string_view name = "metadata block";
   switch (type) {

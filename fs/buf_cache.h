@@ -101,6 +101,11 @@ class BufCache {
   // it (an inode, a B+tree's keys): passed to Options::on_damage.  `what`
   // is a few words ("inode decode"), `ino`/`blkno` 0 when not known.
   void ReportDamage(std::string_view what, std::uint64_t ino, std::uint64_t blkno, const Status& s) const;
+  // ReportDamage, then `s`: for damage found inside a block that passed its
+  // checks (a bitmap bit, a map record, a directory entry), so that it is
+  // recorded in the superblock like a bad checksum is.
+  //   return cache_->Damaged("AG bitmap", 0, blkno, Status::Corruption(...));
+  Status Damaged(std::string_view what, std::uint64_t ino, std::uint64_t blkno, Status s) const;
 
  private:
   friend class BufRef;

@@ -79,8 +79,10 @@ struct NameSlot {
   std::uint64_t free_key = 0;
 };
 
-Result<NameSlot> FindName(const Btree& tree, const BtreeRoot& root, std::string_view name,
-                          const FsTransaction* tx) {
+// Damage in a directory's entries is recorded (BufCache::Damaged) where it
+// is found.
+Result<NameSlot> FindName(const BufCache& cache, std::uint64_t dir_ino, const Btree& tree, const BtreeRoot& root,
+                          std::string_view name, const FsTransaction* tx) {
   const std::uint64_t h = DirHashKey(name);
   NameSlot slot{.key = std::nullopt, .target = {}, .free_key = h};
   Status bad;
@@ -98,7 +100,7 @@ Result<NameSlot> FindName(const Btree& tree, const BtreeRoot& root, std::string_
     if (key == slot.free_key) ++slot.free_key;
     return true;
   }, tx));
-  WALFS_RETURN_IF_ERROR(bad);
+  if (!bad.ok()) return cache.Damaged("directory entry", dir_ino, 0, std::move(bad));
   return slot;
 }
 }  // namespace
@@ -154,7 +156,7 @@ Result<std::optional<DirTarget>> DirIndex::Lookup(const InodeCore& dir, std::str
       if (e.name == name) return std::optional<DirTarget>(DirTarget{e.ino, e.ftype});
     return std::optional<DirTarget>();
   }
-  WALFS_ASSIGN_OR_RETURN(NameSlot slot, FindName(Tree(dir), GetForkRoot(dir.literal, 0), name, nullptr));
+  WALFS_ASSIGN_OR_RETURN(NameSlot slot, FindName(*cache_, dir.ino, Tree(dir), GetForkRoot(dir.literal, 0), name, nullptr));
   if (!slot.key) return std::optional<DirTarget>();
   return std::optional<DirTarget>(slot.target);
 }
@@ -193,7 +195,7 @@ Status DirIndex::Add(FsTransaction* tx, InodeCore* dir, std::string_view name, D
   }
   BtreeRoot root = GetForkRoot(dir->literal, 0);
   Btree tree = Tree(*dir, may_allocate);
-  WALFS_ASSIGN_OR_RETURN(NameSlot slot, FindName(tree, root, name, tx));
+  WALFS_ASSIGN_OR_RETURN(NameSlot slot, FindName(*cache_, dir->ino, tree, root, name, tx));
   if (slot.key) return Status::AlreadyExists(fmt::format("\"{}\" exists", name));
   const std::uint64_t next = slot.free_key;
   if ((next & ~kIndexMask) != DirHashKey(name))
@@ -216,7 +218,7 @@ Status DirIndex::Remove(FsTransaction* tx, InodeCore* dir, std::string_view name
   }
   BtreeRoot root = GetForkRoot(dir->literal, 0);
   Btree tree = Tree(*dir);
-  WALFS_ASSIGN_OR_RETURN(NameSlot slot, FindName(tree, root, name, tx));
+  WALFS_ASSIGN_OR_RETURN(NameSlot slot, FindName(*cache_, dir->ino, tree, root, name, tx));
   const std::optional<std::uint64_t> key_of = slot.key;
   if (!key_of) return Status::NotFound(fmt::format("no \"{}\"", name));
   WALFS_RETURN_IF_ERROR(tree.Erase(tx, &root, *key_of));
@@ -239,7 +241,7 @@ Status DirIndex::Replace(FsTransaction* tx, InodeCore* dir, std::string_view nam
   }
   BtreeRoot root = GetForkRoot(dir->literal, 0);
   Btree tree = Tree(*dir);
-  WALFS_ASSIGN_OR_RETURN(NameSlot slot, FindName(tree, root, name, tx));
+  WALFS_ASSIGN_OR_RETURN(NameSlot slot, FindName(*cache_, dir->ino, tree, root, name, tx));
   const std::optional<std::uint64_t> key_of = slot.key;
   if (!key_of) return Status::NotFound(fmt::format("no \"{}\"", name));
   WALFS_RETURN_IF_ERROR(tree.Replace(tx, &root, *key_of, EncodeValue(name, target)));
@@ -270,7 +272,8 @@ Status DirIndex::List(const InodeCore& dir, std::uint64_t from,
     if (!bad.ok()) return false;
     return fn(key, n, t);
   }));
-  return bad;
+  if (!bad.ok()) return cache_->Damaged("directory entry", dir.ino, 0, std::move(bad));
+  return Status::Ok();
 }
 
 Result<bool> DirIndex::Empty(const InodeCore& dir) const {
@@ -287,7 +290,10 @@ Status DirIndex::Destroy(FsTransaction* tx, InodeCore* dir) {
   BtreeRoot root = GetForkRoot(dir->literal, 0);
   // An empty directory's tree is at most its root (erases free empty nodes).
   WALFS_ASSIGN_OR_RETURN(bool done, Tree(*dir).DestroySome(tx, &root, 64));
-  if (!done) return Status::Corruption(fmt::format("directory {}: its empty index has more than 64 blocks", dir->ino));
+  if (!done)
+    return cache_->Damaged("directory index", dir->ino, 0,
+                           Status::Corruption(fmt::format("directory {}: its empty index has more than 64 blocks",
+                                                          dir->ino)));
   PutForkRoot(&dir->literal, 0, root);
   return Status::Ok();
 }

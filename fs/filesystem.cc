@@ -355,8 +355,9 @@ Status Filesystem::Unmount() {
   if (unmounted_.exchange(true)) return Status::Ok();
   Status s;
   // The record's last update goes in before the log closes.
-  if (errors_) errors_->Stop(!options_.read_only && !log_->IsShutdown());
-  if (log_->IsShutdown()) {
+  const bool shut_down = log_->IsShutdown();
+  if (errors_) errors_->Stop(!options_.read_only && !shut_down);
+  if (shut_down) {
     // Nothing more may be written: the next mount recovers the log.
     s = log_->status();
     if (s.ok()) s = Status::Shutdown("the filesystem was shut down");
@@ -375,6 +376,7 @@ Status Filesystem::Unmount() {
   // The clean unmount rewrites the superblock from sb_: with the record
   // as the log left it, or one the log could not take.
   if (errors_) sb_.errors = errors_->record();
+  if (shut_down) WriteErrorRecordInPlace();
   if (s.ok() && !options_.read_only) s = MarkUnmountedClean(device_, &sb_);
   const std::string name = options_.image.empty() ? device_->Describe() : options_.image;
   if (s.ok()) {

@@ -294,6 +294,10 @@ class Filesystem {
   // transaction that logs the record.
   void StartErrorRecorder();
   Status LogErrorRecord(const format::ErrorRecord& r);
+  // At an unmount after a shutdown (no transaction can be logged): the
+  // errors noted this mount go into the superblock on disk in place, as
+  // ext4 writes its error info on abort, so that fsck -p checks the image.
+  void WriteErrorRecordInPlace();
   Status ProcessUnlinkedLists();
   // One growfs transaction: the old last AG `last` from `from` to `to`
   // blocks long, the superblock's geometry to `geo`'s, and `added_free`

@@ -9,6 +9,7 @@
 #include "fs/filesystem.h"
 #include "fs/format/block_types.h"
 #include "fs/fs_trans.h"
+#include "fs/super.h"
 
 namespace walfs::fs {
 
@@ -36,6 +37,30 @@ Status Filesystem::LogErrorRecord(const format::ErrorRecord& r) NO_THREAD_SAFETY
   format::SealSuperblock(sbuf->data());  // current for readers of the buffer; writeback reseals
   tx.LogRange(sbuf, format::kSuperErrorsOffset, format::kSuperErrorsEnd - 1);
   return tx.Commit().status();
+}
+
+void Filesystem::WriteErrorRecordInPlace() {
+  if (!errors_ || errors_->noted() == 0 || options_.read_only) return;
+  const std::string name = options_.image.empty() ? device_->Describe() : options_.image;
+  // Only the record changes: the rest of the superblock stays as on disk
+  // (the next mount's recovery brings what the log holds).  Recovery
+  // replays the record's bytes only if a record was logged this mount, and
+  // then the one it brings back counts these errors too, but the last.
+  Result<format::Superblock> disk = ReadSuperblock(device_);
+  Status s = disk.status();
+  if (disk.ok()) {
+    disk->errors = errors_->record();
+    s = WriteSuperblock(device_, *disk);
+  }
+  if (s.ok()) {
+    Message(Severity::kWarning, "{}: the filesystem shut down; the errors found ({}) were written into the "
+            "superblock in place: run fsck.walfs -f -y {}",
+            name, format::ErrorRecordString(disk->errors), name);
+  } else {
+    Message(Severity::kError, "{}: the filesystem shut down and the errors found could not be written into "
+            "the superblock ({}): run fsck.walfs -f -y {}",
+            name, s.ToString(), name);
+  }
 }
 
 format::ErrorRecord Filesystem::recorded_errors() const {

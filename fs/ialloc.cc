@@ -56,8 +56,9 @@ Result<InodeAllocator::MapSlot> InodeAllocator::FindRecord(FsTransaction* tx, st
   }
   switch (what) {
     case Find::kChunk:
-      return Status::Corruption(fmt::format("AG {}: no inode map record for the chunk at {}", agno,
-                                            chunk_start));
+      return cache_->Damaged(
+          "inode map record missing", 0, agh->blkno(),
+          Status::Corruption(fmt::format("AG {}: no inode map record for the chunk at {}", agno, chunk_start)));
     case Find::kEmpty:
       return Status::NoSpace(fmt::format("AG {}: its inode map is full", agno));
     case Find::kFree:
@@ -188,16 +189,18 @@ Result<std::uint64_t> InodeAllocator::PickInAg(FsTransaction* tx, std::uint32_t 
     s = std::move(fresh).value();
   }
   if (s.rec.free_mask == 0)
-    return Status::Corruption(fmt::format("AG {} inode map: a record counts {} free inodes but "
-                                          "marks none",
-                                          agno, s.rec.free_count));
+    return cache_->Damaged("inode map record", 0, agh->blkno(),
+                           Status::Corruption(fmt::format("AG {} inode map: a record counts {} free inodes but "
+                                                          "marks none",
+                                                          agno, s.rec.free_count)));
   // The lowest free inode of the chunk; checked before anything changes.
   const int index = __builtin_ctzll(s.rec.free_mask);
   const std::uint64_t first_block = sb_->AgStart(agno) + s.rec.start;
   const std::uint64_t ino = first_block * sb_->inodes_per_block() + static_cast<std::uint64_t>(index);
   WALFS_ASSIGN_OR_RETURN(InodeCore old, ReadCore(tx, ino));
   if (!old.free())
-    return Status::Corruption(fmt::format("inode {} is free in the inode map but in use", ino));
+    return cache_->Damaged("inode map says free", ino, BlockOf(ino),
+                           Status::Corruption(fmt::format("inode {} is free in the inode map but in use", ino)));
   s.rec.free_mask &= ~(std::uint64_t{1} << index);
   s.rec.free_count -= 1;
   WALFS_RETURN_IF_ERROR(PutRecord(tx, agno, agh, s));
@@ -232,12 +235,15 @@ Result<std::uint64_t> InodeAllocator::Alloc(FsTransaction* tx, std::uint32_t pre
 Status InodeAllocator::Unpick(FsTransaction* tx, std::uint64_t ino) {
   const std::uint64_t block = BlockOf(ino);
   if (block < sb_->data_start() || block >= sb_->total_blocks)
-    return Status::Corruption(fmt::format("freeing inode {}: outside the filesystem", ino));
+    return cache_->Damaged("inode number out of range", ino, 0,
+                           Status::Corruption(fmt::format("freeing inode {}: outside the filesystem", ino)));
   const std::uint32_t agno = AgOf(ino);
   const auto agblock = static_cast<std::uint32_t>(block - sb_->AgStart(agno));
   const std::uint32_t chunk_start = agblock / sb_->blocks_per_chunk() * sb_->blocks_per_chunk();
   if (agblock < format::AgFirstFree(*sb_) || agblock >= sb_->AgLength(agno) || chunk_start == 0)
-    return Status::Corruption(fmt::format("freeing inode {}: block {} holds no inode chunk", ino, block));
+    return cache_->Damaged(
+        "inode number out of range", ino, block,
+        Status::Corruption(fmt::format("freeing inode {}: block {} holds no inode chunk", ino, block)));
   WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_->AgStart(agno), BlockType::kAgHeader));
   if (!tx->HoldAgHeader(agh, agno))
     return Status::WouldBlock(fmt::format("freeing inode {}: AG {} is busy and lower than an AG "
@@ -247,7 +253,8 @@ Status InodeAllocator::Unpick(FsTransaction* tx, std::uint64_t ino) {
   const std::uint64_t first_ino = (sb_->AgStart(agno) + chunk_start) * sb_->inodes_per_block();
   const std::uint32_t index = static_cast<std::uint32_t>(ino - first_ino);
   if ((s.rec.free_mask >> index) & 1u)
-    return Status::Corruption(fmt::format("freeing inode {}: it is already free", ino));
+    return cache_->Damaged("inode freed twice", ino, block,
+                           Status::Corruption(fmt::format("freeing inode {}: it is already free", ino)));
   s.rec.free_mask |= std::uint64_t{1} << index;
   s.rec.free_count += 1;
   WALFS_RETURN_IF_ERROR(PutRecord(tx, agno, agh, s));
