@@ -79,6 +79,10 @@ struct MountOptions {
   // "Discard").  Ignored, with a warning, on a device that cannot discard.
   // The mount's `-o discard`.
   bool discard = false;
+  // Warn at mount when the superblock records errors found before
+  // (StartErrorRecorder).  Off for fsck's own repair mount: the errors are
+  // what it is repairing, and it reports them itself.
+  bool warn_recorded_errors = true;
   // A write into a preallocated (unwritten) extent also writes zeros over
   // what is left of the extent beside it when that and the write together
   // are at most this many KiB (Filesystem::ZeroOutRange), so the extent

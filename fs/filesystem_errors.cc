@@ -22,7 +22,7 @@ void Filesystem::StartErrorRecorder() {
       .log = [this](const format::ErrorRecord& r) { return LogErrorRecord(r); },
   });
   // As ext4 does: the mount goes on, and says once that fsck has work.
-  if (!sb_.errors.empty())
+  if (!sb_.errors.empty() && options_.warn_recorded_errors)
     Message(Severity::kWarning, "{}: errors were recorded while mounted before ({}); unmount it and run "
             "fsck.walfs -f -y {}",
             name, format::ErrorRecordString(sb_.errors), name);

@@ -1178,6 +1178,7 @@ Status RepairThroughMount(BlockDevice* device, const Checker& c, FsckReport* r) 
   MountOptions mo;
   mo.commit_interval_s = 0;
   mo.lazy_commit_ms = 0;
+  mo.warn_recorded_errors = false;  // fsck reports the record itself
   WALFS_ASSIGN_OR_RETURN(std::unique_ptr<Filesystem> fs, Filesystem::MountDevice(device, mo));
   for (const auto& d : c.drops()) {
     Status s = fs->RepairDropEntry(d.dir, d.name);
