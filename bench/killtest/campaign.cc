@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -43,6 +44,25 @@ std::string UnsyncedDir(const std::string& mnt, int u, int round) {
 }
 
 std::string OpenDir(const std::string& mnt, int u, int round) { return fmt::format("{}/o{}/r{}", mnt, u, round); }
+
+// Opens (truncates) the ledger `path` and forks a writer process in a
+// process group of its own, which runs `run(ledger_fd)` and never returns.
+// "" and the pid in *pid, or why not.
+std::string ForkWriter(const std::string& path, const std::function<void(int)>& run, pid_t* pid) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return fmt::format("ledger {}: {}", path, std::strerror(errno));
+  *pid = ::fork();
+  if (*pid == 0) {
+    ::setpgid(0, 0);
+    run(fd);
+    ::_exit(2);  // run() does not return
+  }
+  const int err = errno;
+  ::close(fd);
+  if (*pid < 0) return fmt::format("fork: {}", std::strerror(err));
+  ::setpgid(*pid, *pid);
+  return "";
+}
 
 }  // namespace
 
@@ -152,23 +172,20 @@ RoundResult Campaign::RunRound(int round) {
   std::vector<std::string> ledger_paths;
   for (int w = 0; w < o_.writers; ++w) {
     ledger_paths.push_back(fmt::format("{}/ledger-w{}", work_, w));
-    const int fd = ::open(ledger_paths.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) return r.failure = "ledger: " + std::string(std::strerror(errno)), r;
     if (r.quiet) {  // an empty ledger: the files must hold what they held
+      const int fd = ::open(ledger_paths.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd < 0) return r.failure = "ledger: " + std::string(std::strerror(errno)), r;
       ::close(fd);
       continue;
     }
     std::vector<FileState> mine;
     for (const FileState& f : files_)
       if (f.id.writer == w) mine.push_back(f);
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::setpgid(0, 0);
-      RunWriter(o_.seed, round_seed + static_cast<std::uint64_t>(w), setup_.mnt, std::move(mine), fd);
-    }
-    ::close(fd);
-    if (pid < 0) return r.failure = "fork: " + std::string(std::strerror(errno)), r;
-    ::setpgid(pid, pid);
+    pid_t pid = -1;
+    const std::string e = ForkWriter(ledger_paths.back(), [&](int ledger) {
+      RunWriter(o_.seed, round_seed + static_cast<std::uint64_t>(w), setup_.mnt, std::move(mine), ledger);
+    }, &pid);
+    if (!e.empty()) return r.failure = e, r;
     loads.push_back(pid);
   }
   // The unsynced writers, each in a new directory made durable first (a
@@ -181,17 +198,12 @@ RoundResult Campaign::RunRound(int round) {
     if (dfd < 0 || ::fsync(dfd) != 0) return r.failure = "fsync " + dir + ": " + std::strerror(errno), r;
     ::close(dfd);
     unsynced_ledgers.push_back(fmt::format("{}/ledger-u{}", work_, u));
-    const int fd = ::open(unsynced_ledgers.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) return r.failure = "ledger: " + std::string(std::strerror(errno)), r;
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::setpgid(0, 0);
+    pid_t pid = -1;
+    const std::string e = ForkWriter(unsynced_ledgers.back(), [&](int ledger) {
       RunUnsyncedWriter(o_.seed, round_seed ^ (0x5bd1e995ull * static_cast<std::uint64_t>(u + 1)), u, round, dir,
-                        o_.unsynced_pause_us, fd);
-    }
-    ::close(fd);
-    if (pid < 0) return r.failure = "fork: " + std::string(std::strerror(errno)), r;
-    ::setpgid(pid, pid);
+                        o_.unsynced_pause_us, ledger);
+    }, &pid);
+    if (!e.empty()) return r.failure = e, r;
     loads.push_back(pid);
   }
   // The open writers, each in a new durable directory.
@@ -200,17 +212,12 @@ RoundResult Campaign::RunRound(int round) {
     const std::string dir = OpenDir(setup_.mnt, u, round);
     if (::mkdir(dir.c_str(), 0755) != 0) return r.failure = "mkdir " + dir + ": " + std::strerror(errno), r;
     open_ledgers.push_back(fmt::format("{}/ledger-o{}", work_, u));
-    const int fd = ::open(open_ledgers.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) return r.failure = "ledger: " + std::string(std::strerror(errno)), r;
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::setpgid(0, 0);
+    pid_t pid = -1;
+    const std::string e = ForkWriter(open_ledgers.back(), [&](int ledger) {
       RunOpenWriter(o_.seed, round_seed ^ (0x2545f491ull * static_cast<std::uint64_t>(u + 1)), u, round, dir,
-                    o_.open_pause_us, fd);
-    }
-    ::close(fd);
-    if (pid < 0) return r.failure = "fork: " + std::string(std::strerror(errno)), r;
-    ::setpgid(pid, pid);
+                    o_.open_pause_us, ledger);
+    }, &pid);
+    if (!e.empty()) return r.failure = e, r;
     loads.push_back(pid);
   }
   if (!r.quiet)

@@ -107,14 +107,8 @@ OpenOutcome CheckOpenWriter(std::uint64_t seed, int writer, int round, const std
         }
         writes[f].push_back(w);
       } else if (what == "E") {
-        std::string op;
-        int err = 0;
-        std::int64_t ns = 0;
-        fields >> op >> err >> ns;
-        const bool dead_connection = err == ENOTCONN || err == ECONNABORTED || err == ENODEV;
-        if (!dead_connection && ns < kill_ns)
-          out.failures.push_back(fmt::format("open writer {}: {} failed with {} before the kill", writer, op,
-                                             strerrorname_np(err)));
+        if (std::string e = LedgerErrorBeforeKill(fields, kill_ns); !e.empty())
+          out.failures.push_back(fmt::format("open writer {}: {}", writer, e));
       }
     }
   }

@@ -209,14 +209,8 @@ UnsyncedOutcome CheckUnsynced(std::uint64_t seed, int writer, int round, const s
         }
         ops.back().ack_ns = ns;
       } else if (what == "E") {
-        std::string op;
-        int err = 0;
-        std::int64_t ns = 0;
-        f >> op >> err >> ns;
-        const bool dead_connection = err == ENOTCONN || err == ECONNABORTED || err == ENODEV;
-        if (!dead_connection && ns < kill_ns)
-          out.failures.push_back(fmt::format("unsynced writer {}: {} failed with {} before the kill", writer,
-                                             op, strerrorname_np(err)));
+        if (std::string e = LedgerErrorBeforeKill(f, kill_ns); !e.empty())
+          out.failures.push_back(fmt::format("unsynced writer {}: {}", writer, e));
       }
     }
   }

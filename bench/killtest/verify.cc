@@ -73,13 +73,7 @@ LedgerSummary ReadLedger(const std::string& path, std::int64_t kill_ns) {
       (what == "B" ? s.begun : s.acked)[file] = n;
       if (what == "A") ++s.acks;
     } else if (what == "E") {
-      std::string op;
-      int err = 0;
-      std::int64_t ns = 0;
-      f >> op >> err >> ns;
-      const bool dead_connection = err == ENOTCONN || err == ECONNABORTED || err == ENODEV;
-      if (!dead_connection && ns < kill_ns)
-        s.errors.push_back(fmt::format("{} failed with {} before the kill", op, strerrorname_np(err)));
+      if (std::string e = LedgerErrorBeforeKill(f, kill_ns); !e.empty()) s.errors.push_back(std::move(e));
     }
   }
   return s;
@@ -178,6 +172,16 @@ CheckOutcome CheckAndNormalise(std::uint64_t seed, const std::string& mnt,
     if (!s.ok()) fail(fmt::format("after the check: {}", s.message()));
   }
   return out;
+}
+
+std::string LedgerErrorBeforeKill(std::istream& fields, std::int64_t kill_ns) {
+  std::string op;
+  int err = 0;
+  std::int64_t ns = 0;
+  fields >> op >> err >> ns;
+  const bool dead_connection = err == ENOTCONN || err == ECONNABORTED || err == ENODEV;
+  if (dead_connection || ns >= kill_ns) return "";
+  return fmt::format("{} failed with {} before the kill", op, strerrorname_np(err));
 }
 
 }  // namespace walfs::bench::killtest

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <map>
 #include <string>
 #include <vector>
@@ -39,5 +40,11 @@ CheckOutcome CheckAndNormalise(std::uint64_t seed, const std::string& mnt,
 
 // Monotonic clock in ns (the ledgers' E lines use it).
 std::int64_t NowNs();
+
+// The rest of a ledger's "E <op> <errno> <monotonic ns>" line (a writer's
+// call failed, and it exited): "<op> failed with <ERRNO> before the kill",
+// or "" when that is expected (the daemon was gone: ENOTCONN, ECONNABORTED,
+// ENODEV; or the call failed after the kill).
+std::string LedgerErrorBeforeKill(std::istream& fields, std::int64_t kill_ns);
 
 }  // namespace walfs::bench::killtest
