@@ -32,6 +32,26 @@ std::string Pattern(std::size_t n, char seed) {
   return s;
 }
 
+// A thread rewriting 1 MiB pieces of the first `span` bytes of an open
+// file through the cache until destroyed (or the mount dies): dirty pages
+// for every push.
+class BusyWriter {
+ public:
+  BusyWriter(int fd, off_t span) : thread_([this, fd, span] {
+    const std::string chunk(1 << 20, 'w');
+    for (off_t off = 0; !stop_.load(); off = (off + (1 << 20)) % span)
+      if (pwrite(fd, chunk.data(), chunk.size(), off) < 0) break;
+  }) {}
+  ~BusyWriter() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 class WritebackPush : public MountedFs {
  public:
   // commit=86400: only the lazy push writes the log to the image, as after
@@ -135,22 +155,17 @@ TEST_F(WritebackPush, NoThreadOfTheDaemonEverWaitsInSyncfs) {
 #endif
   const int fd = open(Path("sampled").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   ASSERT_SYS(fd);
-  std::atomic<bool> stop{false};
-  std::thread writer([&] {
-    const std::string chunk(1 << 20, 's');
-    for (off_t off = 0; !stop.load(); off = (off + (1 << 20)) % (32 << 20))
-      if (pwrite(fd, chunk.data(), chunk.size(), off) < 0) break;
-  });
   const pid_t daemon = DaemonPid();
   int in_syncfs = 0, samples = 0;
   const long long before = StatValue(Root(), "writeback_pushes");
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (std::chrono::steady_clock::now() < until) {
-    for (const std::string& call : SyscallsOf(daemon)) in_syncfs += call == "306";
-    ++samples;
+  {
+    BusyWriter writer(fd, 32 << 20);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (std::chrono::steady_clock::now() < until) {
+      for (const std::string& call : SyscallsOf(daemon)) in_syncfs += call == "306";
+      ++samples;
+    }
   }
-  stop = true;
-  writer.join();
   close(fd);
   EXPECT_GT(StatValue(Root(), "writeback_pushes"), before + 10);
   EXPECT_EQ(in_syncfs, 0) << "a thread of the daemon was in syncfs in " << in_syncfs << " of " << samples
@@ -166,21 +181,17 @@ TEST_F(WritebackPush, AKillDuringPushesEndsTheDaemonAtOnce) {
   for (int round = 0; round < 10; ++round) {
     const int fd = open(Path("busy").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     ASSERT_SYS(fd);
-    std::atomic<bool> stop{false};
-    std::thread writer([&] {
-      const std::string chunk(1 << 20, 'w');
-      for (off_t off = 0; !stop.load(); off = (off + (1 << 20)) % (64 << 20))
-        if (pwrite(fd, chunk.data(), chunk.size(), off) < 0) break;  // the dead mount
-    });
-    const long long before = StatValue(Root(), "writeback_pushes");
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (StatValue(Root(), "writeback_pushes") < before + 3 + round && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    const auto t0 = std::chrono::steady_clock::now();
-    KillDaemon();
-    const auto took = std::chrono::steady_clock::now() - t0;
-    stop = true;
-    writer.join();
+    std::chrono::steady_clock::duration took{};
+    {
+      BusyWriter writer(fd, 64 << 20);  // ends at the dead mount's first error, or when told
+      const long long before = StatValue(Root(), "writeback_pushes");
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (StatValue(Root(), "writeback_pushes") < before + 3 + round && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      const auto t0 = std::chrono::steady_clock::now();
+      KillDaemon();
+      took = std::chrono::steady_clock::now() - t0;
+    }
     close(fd);
     EXPECT_LT(took, std::chrono::seconds(5)) << "round " << round;
     ASSERT_NO_FATAL_FAILURE(MountAgain());
