@@ -1,5 +1,5 @@
 // What every walfs program does alike on its command line (tools/cli.h,
-// STYLE.md rule 24): --version prints the walfs version and the on-disk
+// STYLE.md rule 24): -V/--version prints the walfs version and the on-disk
 // format versions (exit 0), and a bad option is a usage error -- exit 2
 // (fsck.walfs: 16, fsck(8)'s) with one line on stderr saying where to look,
 // never an uncaught exception.
@@ -50,11 +50,13 @@ std::string Bin(const std::string& name) { return std::string(WALFS_BIN_DIR) + "
 
 TEST(EveryProgram, PrintsTheWalfsAndFormatVersions) {
   for (const Program& p : Programs()) {
-    ToolRun r = RunTool(Bin(p.name) + " --version");
-    EXPECT_EQ(r.exit_code, 0) << p.name << ": " << r.out;
-    EXPECT_EQ(r.out.rfind(cli::VersionText(p.name), 0), 0u) << p.name << ": " << r.out;
-    EXPECT_NE(r.out.find(std::string("(walfs ") + std::string(kWalfsVersion) + ")"), std::string::npos)
-        << p.name << ": " << r.out;
+    for (const char* flag : {"--version", "-V"}) {  // -V as mkfs.xfs, e2fsck and mount.fuse3
+      ToolRun r = RunTool(Bin(p.name) + " " + flag);
+      EXPECT_EQ(r.exit_code, 0) << p.name << " " << flag << ": " << r.out;
+      EXPECT_EQ(r.out.rfind(cli::VersionText(p.name), 0), 0u) << p.name << " " << flag << ": " << r.out;
+      EXPECT_NE(r.out.find(std::string("(walfs ") + std::string(kWalfsVersion) + ")"), std::string::npos)
+          << p.name << " " << flag << ": " << r.out;
+    }
   }
 }
 
