@@ -317,6 +317,23 @@ std::string RefusedByLibfuse(const fuse_args& args) {
   return "";
 }
 
+// The mount's source as /proc/mounts, df and findmnt show it: the image's
+// canonical path, so that `umount /srv/img` and `findmnt --source /srv/img`
+// find the mount whatever directory `walfs img MNT` ran in.  Escaped for
+// -o (a ',' would end the option).  An image that cannot be resolved is
+// given as typed: opening it fails and says why.
+std::string MountSource(const char* image) {
+  std::error_code ec;
+  const std::filesystem::path canonical = std::filesystem::canonical(image, ec);
+  const std::string path = ec ? std::string(image) : canonical.string();
+  std::string escaped;
+  for (char c : path) {
+    if (c == ',' || c == '\\') escaped += '\\';
+    escaped += c;
+  }
+  return escaped;
+}
+
 // Sets *resolved to `mountpoint` as fuse_session_mount and the mount table
 // take it (absolute, as libfuse's fuse_parse_cmdline would have made it), or
 // returns why it cannot be mounted on (missing, not a directory).  /dev/fd/N
@@ -441,7 +458,7 @@ int main(int argc, char** argv) {
   // Kernel-side permission checks: walfs stores modes and owners; the kernel
   // enforces them.  Mounted as root, other users may use it (like a kernel fs).
   fuse_opt_add_arg(&args, "-odefault_permissions");
-  fuse_opt_add_arg(&args, fmt::format("-ofsname={}", cfg.image).c_str());
+  fuse_opt_add_arg(&args, ("-ofsname=" + MountSource(cfg.image)).c_str());
   fuse_opt_add_arg(&args, "-osubtype=walfs");
   if (geteuid() == 0) fuse_opt_add_arg(&args, "-oallow_other");
 

@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 #include <utility>
 
+#include "base/mount_table.h"
 #include "tests/fuse/mount_fixture.h"
 
 namespace walfs::testing {
@@ -180,6 +182,30 @@ TEST_F(MountOptions, AMountThatFailsExits32WithTheReasonOnOneLine) {
   }
   unlink(file.c_str());
   unlink(zeros.c_str());
+  unlink(img.c_str());
+}
+
+// df, findmnt and umount know a mount by its source: the image's absolute
+// path, whatever directory walfs ran in and however the image was named.
+TEST_F(MountOptions, AnImageNamedRelativelyIsTheMountsSourceByItsAbsolutePath) {
+  const std::string img = MakeImage();
+  const std::string dir = img.substr(0, img.rfind('/'));
+  const std::string name = img.substr(img.rfind('/') + 1);
+  char* real = realpath(img.c_str(), nullptr);
+  ASSERT_NE(real, nullptr);
+  const std::string absolute = real;
+  free(real);
+  const ToolRun r = RunTool("cd " + dir + " && " + Walfs() + " ./" + name + " " + dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::optional<MountEntry> m = TopMountAt(dir_);
+  ASSERT_TRUE(m.has_value()) << dir_ << " is not in /proc/self/mountinfo";
+  EXPECT_EQ(m->fstype, "fuse.walfs");
+  EXPECT_EQ(m->source, absolute);
+  const ToolRun found = RunTool("findmnt -n -o TARGET --source " + absolute);
+  EXPECT_EQ(found.out, dir_ + "\n") << "findmnt --source " << absolute << " exited " << found.exit_code;
+  // umount by the image, as an administrator would.
+  EXPECT_EQ(RunTool("umount " + absolute).exit_code, 0);
+  EXPECT_EQ(ProcMountsLine(dir_), "");
   unlink(img.c_str());
 }
 
