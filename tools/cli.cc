@@ -46,7 +46,8 @@ std::string VersionText(std::string_view program) {
 }
 
 void AddVersion(CLI::App& app, std::string_view program) {
-  app.set_version_flag("--version", VersionText(program), "print the walfs and on-disk format versions");
+  // -V as well, as mkfs.xfs, e2fsck and mount.fuse3 take it.
+  app.set_version_flag("-V,--version", VersionText(program), "print the walfs and on-disk format versions");
 }
 
 CLI::Validator AtLeast(long long min) {

@@ -1,5 +1,5 @@
 // What every walfs program does the same way on its command line (STYLE.md
-// rule 24): --version prints the walfs version and the on-disk format
+// rule 24): -V/--version prints the walfs version and the on-disk format
 // versions, and a usage error is one line on stderr with a hint, exit 2
 // (fsck.walfs: 16, as fsck(8) says), never an uncaught exception.
 //
@@ -28,7 +28,7 @@ inline constexpr int kFsckUsageExit = 16;  // fsck(8): "usage or syntax error"
 // "mkfs.walfs (walfs 0.1.0): image format 1, log format 1".
 std::string VersionText(std::string_view program);
 
-// Adds --version to `app`, printing VersionText(program).
+// Adds -V and --version to `app`, printing VersionText(program).
 void AddVersion(CLI::App& app, std::string_view program);
 
 // Parses; nullopt when the program should go on.  Otherwise the exit code:

@@ -8,16 +8,26 @@
 // Startup: a dead mount left on MOUNTPOINT by a killed daemon is detached
 // (tools/stale_mount.h); then (without -f) the daemon detaches, and the
 // image is opened, locked (no second mount, mkfs or fsck while this one
-// runs: base/file_lock.h) and recovered, and the FUSE session mounted; any
-// failure before that is one line on stderr and exit status 1.  Shutdown (umount, fusermount3 -u,
+// runs: base/file_lock.h) and recovered, and the FUSE session mounted.
+// A usage error (an unknown option, a value outside its range, a missing
+// argument) is one line on stderr ending in "see walfs --help", exit status
+// 2, as every walfs program's (tools/cli.h), found before anything is
+// opened; a mount that fails (no image, not a walfs image, the image in use,
+// no mount point) is one line with the reason, exit status 32, mount(8)'s
+// "mount failure", which mount.fuse3 passes on.  Shutdown (umount, fusermount3 -u,
 // SIGTERM/SIGINT/SIGHUP): the session ends, the log is forced, everything
 // written back, the unmount record written and the superblock marked
-// clean, and only then does the process exit (status 0).
+// clean, and only then does the process exit (status 0; 1 when that failed).
 #define FUSE_USE_VERSION 314
+#include <fuse_log.h>
 #include <fuse_lowlevel.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,8 +54,14 @@
 
 namespace {
 
+constexpr int kUsageExit = walfs::cli::kUsageExit;
+constexpr int kMountFailedExit = 32;  // mount(8): "mount failure"
+
 struct Config {
   char* image = nullptr;
+  // As given: fuse_parse_cmdline would resolve it (realpath) and call a
+  // missing one a bad command line; walfs checks it as part of mounting.
+  char* mountpoint = nullptr;
   char* wake = nullptr;
   // Numbers are taken as text and parsed whole (fuse_opt's %u takes "-3"
   // as 4294967293 and "5s" as 5): ParseNumber.
@@ -79,6 +95,7 @@ struct Config {
   int no_killpriv_v2 = 0;
   int remount = 0;
   int help = 0;
+  std::string bad_choice;  // set by ProcessArg: what is wrong with an io=/force_io= value
 
   Config() = default;
   Config(const Config&) = delete;
@@ -86,8 +103,9 @@ struct Config {
   // fuse_opt_parse strdup()s every string option.
   ~Config() {
     for (char* p :
-         {image, wake, commit, trace_wakeup, trace_recursion, attr_timeout, entry_timeout, negative_timeout, wb_reserve_mb,
-          wb_push_ms, logbufs, logbsize, threads, trace_delay_us, trace_buffer_kb, lazy_commit, zeroout_kb})
+         {image, mountpoint, wake, commit, trace_wakeup, trace_recursion, attr_timeout, entry_timeout,
+          negative_timeout, wb_reserve_mb, wb_push_ms, logbufs, logbsize, threads, trace_delay_us, trace_buffer_kb,
+          lazy_commit, zeroout_kb})
       free(p);
   }
 };
@@ -130,9 +148,16 @@ const fuse_opt kOptions[] = {
 
 int ProcessArg(void* data, const char* arg, int key, fuse_args*) {
   auto* cfg = static_cast<Config*>(data);
-  if (key == FUSE_OPT_KEY_NONOPT && cfg->image == nullptr) {
-    cfg->image = strdup(arg);
-    return 0;  // consumed: the mountpoint is left for fuse_parse_cmdline
+  if (key == FUSE_OPT_KEY_NONOPT) {
+    if (cfg->image == nullptr) {
+      cfg->image = strdup(arg);
+    } else if (cfg->mountpoint == nullptr) {
+      cfg->mountpoint = strdup(arg);
+    } else {
+      cfg->bad_choice = fmt::format("unexpected argument '{}' (walfs takes an IMAGE and a MOUNTPOINT)", arg);
+      return -1;
+    }
+    return 0;  // consumed
   }
   if (key == FUSE_OPT_KEY_OPT && std::strcmp(arg, "remount") == 0) {
     cfg->remount = 1;  // mount(8) runs the helper for `mount -o remount,...`
@@ -147,8 +172,8 @@ int ProcessArg(void* data, const char* arg, int key, fuse_args*) {
   if (key == FUSE_OPT_KEY_OPT) {
     const std::string_view a(arg);
     if (a.starts_with("io=") || a.starts_with("force_io=")) {
-      std::fprintf(stderr, "walfs: %s: must be %s\n", arg,
-                   a.starts_with("io=") ? "io=sync or io=uring" : "force_io=inline or force_io=device");
+      const char* choices = a.starts_with("io=") ? "io=sync or io=uring" : "force_io=inline or force_io=device";
+      cfg->bad_choice = fmt::format("{}: must be {}", a, choices);
       return -1;
     }
   }
@@ -220,9 +245,117 @@ void Usage() {
       "FUSE options (-o allow_other, default_permissions, ...): see mount.fuse3(8).\n");
 }
 
-int Fail(const std::string& msg) {
-  fmt::print(stderr, "walfs: {}\n", msg);
-  return 1;
+// "walfs: WHAT; see walfs --help", exit status 2.
+int UsageError(std::string_view what) { return walfs::cli::UsageError("walfs", what); }
+
+// "walfs: WHY", exit status 32.
+int MountFailed(std::string_view why) {
+  fmt::print(stderr, "walfs: {}\n", why);
+  return kMountFailedExit;
+}
+
+// libfuse prints its own complaints ("fuse: unknown option(s): `-o foo'",
+// "fuse: missing argument after `-o'") through fuse_log, on stderr and in
+// pieces.  While a FuseLogCapture lives they are kept instead, to become part
+// of walfs's one line.  Only main() parses and mounts, before any other
+// thread exists.
+class FuseLogCapture {
+ public:
+  FuseLogCapture() {
+    Buffer().clear();
+    fuse_set_log_func(&Append);
+  }
+  ~FuseLogCapture() { fuse_set_log_func(nullptr); }  // libfuse's own again (stderr)
+  FuseLogCapture(const FuseLogCapture&) = delete;
+  FuseLogCapture& operator=(const FuseLogCapture&) = delete;
+
+  // What libfuse said since the last Take(), without its "fuse: " and
+  // newlines (lines joined by "; "), or `otherwise` when it said nothing.
+  static std::string Take(std::string_view otherwise) {
+    std::string said;
+    std::string_view rest = Buffer();
+    while (!rest.empty()) {
+      const std::size_t nl = rest.find('\n');
+      std::string_view line = rest.substr(0, nl);
+      rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+      if (line.starts_with("fuse: ")) line.remove_prefix(6);
+      if (line.empty()) continue;
+      if (!said.empty()) said += "; ";
+      said += line;
+    }
+    Buffer().clear();
+    return said.empty() ? std::string(otherwise) : said;
+  }
+
+ private:
+  static std::string& Buffer() {
+    static auto* text = new std::string;  // never destroyed (STYLE.md 14a)
+    return *text;
+  }
+  static void Append(fuse_log_level, const char* format, va_list ap) {
+    char piece[1024];
+    const int n = std::vsnprintf(piece, sizeof piece, format, ap);
+    if (n > 0) Buffer().append(piece, std::min(static_cast<std::size_t>(n), sizeof piece - 1));
+  }
+};
+
+// What fuse_session_new would refuse in `args` (an option neither walfs nor
+// libfuse knows: "unknown option(s): `--bogus'"), or "".  Asked of a session
+// made and destroyed at once, so that a bad option is a usage error before
+// the image is opened, not a failure after recovery.  Call it while a
+// FuseLogCapture lives.
+std::string RefusedByLibfuse(const fuse_args& args) {
+  fuse_args copy = FUSE_ARGS_INIT(0, nullptr);
+  for (int i = 0; i < args.argc; ++i) fuse_opt_add_arg(&copy, args.argv[i]);
+  (void)FuseLogCapture::Take("");
+  fuse_session* probe =
+      fuse_session_new(&copy, &walfs::mount::FuseServer::Operations(), sizeof(fuse_lowlevel_ops), nullptr);
+  fuse_opt_free_args(&copy);
+  if (probe == nullptr) return FuseLogCapture::Take("libfuse refused the options");
+  fuse_session_destroy(probe);
+  (void)FuseLogCapture::Take("");  // a -d session's "FUSE library version" line
+  return "";
+}
+
+// The mount's source as /proc/mounts, df and findmnt show it: the image's
+// canonical path, so that `umount /srv/img` and `findmnt --source /srv/img`
+// find the mount whatever directory `walfs img MNT` ran in.  Escaped for
+// -o (a ',' would end the option).  An image that cannot be resolved is
+// given as typed: opening it fails and says why.
+std::string MountSource(const char* image) {
+  std::error_code ec;
+  const std::filesystem::path canonical = std::filesystem::canonical(image, ec);
+  const std::string path = ec ? std::string(image) : canonical.string();
+  std::string escaped;
+  for (char c : path) {
+    if (c == ',' || c == '\\') escaped += '\\';
+    escaped += c;
+  }
+  return escaped;
+}
+
+// Sets *resolved to `mountpoint` as fuse_session_mount and the mount table
+// take it (absolute, as libfuse's fuse_parse_cmdline would have made it), or
+// returns why it cannot be mounted on (missing, not a directory).  /dev/fd/N
+// (mount.fuse3's drop_privileges hands over an opened /dev/fuse) is passed
+// on as it is.
+std::string ResolveMountpoint(const char* mountpoint, std::string* resolved) {
+  if (std::string_view(mountpoint).starts_with("/dev/fd/")) {
+    *resolved = mountpoint;
+    return "";
+  }
+  char* real = realpath(mountpoint, nullptr);
+  if (real == nullptr) {
+    if (errno == ENOENT) return fmt::format("{}: the mount point does not exist (create it with mkdir)", mountpoint);
+    return fmt::format("{}: the mount point: {}", mountpoint, std::strerror(errno));
+  }
+  *resolved = real;
+  free(real);
+  struct stat st {};
+  if (stat(resolved->c_str(), &st) != 0)
+    return fmt::format("{}: the mount point: {}", mountpoint, std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return fmt::format("{}: the mount point is not a directory", mountpoint);
+  return "";
 }
 
 // Why mounting `image` on `mountpoint` would hide the image from its own
@@ -250,7 +383,8 @@ bool ParseNumber(const char* name, const char* text, std::uint64_t lo, std::uint
   std::uint64_t n = 0;
   const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
   if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n < lo || n > hi) {
-    Fail(fmt::format("{}={}: must be a whole number from {} to {}{}{}", name, v, lo, hi, unit.empty() ? "" : " ", unit));
+    UsageError(
+        fmt::format("{}={}: must be a whole number from {} to {}{}{}", name, v, lo, hi, unit.empty() ? "" : " ", unit));
     return false;
   }
   *out = n;
@@ -289,16 +423,20 @@ int main(int argc, char** argv) {
   fuse_cmdline_opts cmd{};
   ArgsGuard guard{&args, &cmd};
   Config cfg;
-  if (fuse_opt_parse(&args, &cfg, kOptions, ProcessArg) != 0) return Fail("bad options (see walfs --help)");
+  // The command line is checked whole before anything is opened: libfuse's
+  // complaints become walfs's one-line usage errors.
+  std::optional<FuseLogCapture> parsing(std::in_place);
+  if (fuse_opt_parse(&args, &cfg, kOptions, ProcessArg) != 0)
+    return UsageError(cfg.bad_choice.empty() ? FuseLogCapture::Take("bad options") : cfg.bad_choice);
   if (cfg.help) {
     Usage();
     return 0;
   }
   if (cfg.remount)
-    return Fail(
+    return MountFailed(
         "remount is not supported: a FUSE daemon cannot change a mount it serves; to make a walfs mount "
         "read-only (or writable again), unmount it and mount it again with (or without) -o ro");
-  if (fuse_parse_cmdline(&args, &cmd) != 0) return Fail("bad command line (see walfs --help)");
+  if (fuse_parse_cmdline(&args, &cmd) != 0) return UsageError(FuseLogCapture::Take("bad command line"));
   if (cmd.show_help) {
     Usage();
     return 0;
@@ -307,20 +445,20 @@ int main(int argc, char** argv) {
     fmt::print("{} (libfuse {})\n", walfs::cli::VersionText("walfs"), fuse_pkgversion());
     return 0;
   }
-  if (cfg.image == nullptr || cmd.mountpoint == nullptr) {
-    Usage();
-    return 1;
-  }
+  // An unknown option is named before a missing argument, as cli::Parse does.
+  if (std::string refused = RefusedByLibfuse(args); !refused.empty()) return UsageError(refused);
+  parsing.reset();
+  if (cfg.image == nullptr) return UsageError("IMAGE and MOUNTPOINT are required");
+  if (cfg.mountpoint == nullptr) return UsageError("MOUNTPOINT is required");
   if (cmd.max_threads == 0 || cmd.max_threads > 100'000)
-    return Fail(fmt::format("max_threads={}: must be a whole number from 1 to 100000 threads", cmd.max_threads));
-  if (std::string why = HidesImage(cfg.image, cmd.mountpoint); !why.empty()) return Fail(why);
+    return UsageError(fmt::format("max_threads={}: must be a whole number from 1 to 100000 threads", cmd.max_threads));
   // A mount walfs will not write is read-only to the kernel too: /proc/mounts
   // says ro, and writes are refused before they reach walfs.
   if (cfg.norecovery && !cfg.ro) fuse_opt_add_arg(&args, "-oro");
   // Kernel-side permission checks: walfs stores modes and owners; the kernel
   // enforces them.  Mounted as root, other users may use it (like a kernel fs).
   fuse_opt_add_arg(&args, "-odefault_permissions");
-  fuse_opt_add_arg(&args, fmt::format("-ofsname={}", cfg.image).c_str());
+  fuse_opt_add_arg(&args, ("-ofsname=" + MountSource(cfg.image)).c_str());
   fuse_opt_add_arg(&args, "-osubtype=walfs");
   if (geteuid() == 0) fuse_opt_add_arg(&args, "-oallow_other");
 
@@ -328,48 +466,50 @@ int main(int argc, char** argv) {
   mo.image = cfg.image;
   mo.read_only = cfg.ro || cfg.norecovery;
   mo.norecovery = cfg.norecovery;
-  if (cfg.sync_io && cfg.uring_io) return Fail("-o io=sync and -o io=uring: choose one");
+  if (cfg.sync_io && cfg.uring_io) return UsageError("-o io=sync and -o io=uring: choose one");
   mo.io_uring = !cfg.sync_io;
   mo.io_uring_in_memory = cfg.uring_io != 0;
-  if (cfg.force_io_inline && cfg.force_io_device) return Fail("-o force_io=inline and -o force_io=device: choose one");
+  if (cfg.force_io_inline && cfg.force_io_device)
+    return UsageError("-o force_io=inline and -o force_io=device: choose one");
   mo.inline_force_io = cfg.force_io_device == 0;
   std::uint64_t n = mo.commit_interval_s;
-  if (!ParseNumber("commit", cfg.commit, 0, 86400, &n, "seconds (0: no timed commits)")) return 1;
+  if (!ParseNumber("commit", cfg.commit, 0, 86400, &n, "seconds (0: no timed commits)")) return kUsageExit;
   mo.commit_interval_s = static_cast<std::uint32_t>(n);
   n = mo.logbufs;
-  if (!ParseNumber("logbufs", cfg.logbufs, 2, 16, &n, "log buffers")) return 1;
+  if (!ParseNumber("logbufs", cfg.logbufs, 2, 16, &n, "log buffers")) return kUsageExit;
   mo.logbufs = static_cast<std::uint32_t>(n);
   n = mo.logbsize;
-  if (!ParseNumber("logbsize", cfg.logbsize, 16384, 57856, &n, "bytes")) return 1;
+  if (!ParseNumber("logbsize", cfg.logbsize, 16384, 57856, &n, "bytes")) return kUsageExit;
   mo.logbsize = static_cast<std::uint32_t>(n);
   std::uint64_t idle_threads = 0;  // 0: libfuse's default
-  if (!ParseNumber("threads", cfg.threads, 1, 100'000, &idle_threads, "threads")) return 1;
+  if (!ParseNumber("threads", cfg.threads, 1, 100'000, &idle_threads, "threads")) return kUsageExit;
   std::uint64_t trace_delay_us = 0, trace_buffer_kb = 0;
-  if (!ParseNumber("trace_delay_us", cfg.trace_delay_us, 1, 10'000'000, &trace_delay_us, "microseconds")) return 1;
-  if (!ParseNumber("trace_buffer_kb", cfg.trace_buffer_kb, 4, 1'048'576, &trace_buffer_kb, "KiB")) return 1;
+  if (!ParseNumber("trace_delay_us", cfg.trace_delay_us, 1, 10'000'000, &trace_delay_us, "microseconds"))
+    return kUsageExit;
+  if (!ParseNumber("trace_buffer_kb", cfg.trace_buffer_kb, 4, 1'048'576, &trace_buffer_kb, "KiB")) return kUsageExit;
   n = mo.lazy_commit_ms;
-  if (!ParseNumber("lazy_commit_ms", cfg.lazy_commit, 0, 1000, &n, "milliseconds (0: off)")) return 1;
+  if (!ParseNumber("lazy_commit_ms", cfg.lazy_commit, 0, 1000, &n, "milliseconds (0: off)")) return kUsageExit;
   mo.lazy_commit_ms = static_cast<std::uint32_t>(n);
   n = mo.zeroout_kb;
-  if (!ParseNumber("zeroout_kb", cfg.zeroout_kb, 0, 1024, &n, "KiB (0: never)")) return 1;
+  if (!ParseNumber("zeroout_kb", cfg.zeroout_kb, 0, 1024, &n, "KiB (0: never)")) return kUsageExit;
   mo.zeroout_kb = static_cast<std::uint32_t>(n);
   mo.fault_injection = cfg.fault_injection != 0;
   mo.discard = cfg.discard != 0;
   if (cfg.wake) {
     auto m = walfs::journal::ParseWakeMode(cfg.wake);
-    if (!m.ok()) return Fail(fmt::format("wake={}: {}", cfg.wake, m.status().message()));
+    if (!m.ok()) return UsageError(fmt::format("wake={}: {}", cfg.wake, m.status().message()));
     mo.wake_mode = *m;
   }
   walfs::mount::KernelPolicy policy;
   policy.writeback_cache = cfg.writeback_cache != 0;
   {
     std::uint64_t mb = policy.writeback_reserve_bytes >> 20;
-    if (!ParseNumber("wb_reserve_mb", cfg.wb_reserve_mb, 0, 1'048'576, &mb, "MiB")) return 1;
+    if (!ParseNumber("wb_reserve_mb", cfg.wb_reserve_mb, 0, 1'048'576, &mb, "MiB")) return kUsageExit;
     policy.writeback_reserve_bytes = mb << 20;
   }
   {
     std::uint64_t ms = static_cast<std::uint64_t>(policy.writeback_push_ms);
-    if (!ParseNumber("wb_push_ms", cfg.wb_push_ms, 0, 60'000, &ms, "milliseconds (0: off)")) return 1;
+    if (!ParseNumber("wb_push_ms", cfg.wb_push_ms, 0, 60'000, &ms, "milliseconds (0: off)")) return kUsageExit;
     policy.writeback_push_ms = static_cast<int>(ms);
   }
   policy.trace_poll = cfg.trace_poll != 0;
@@ -380,7 +520,7 @@ int main(int argc, char** argv) {
                                    std::tuple{"entry_timeout", cfg.entry_timeout, &policy.entry_timeout},
                                    std::tuple{"negative_timeout", cfg.negative_timeout, &policy.negative_timeout}}) {
     if (!ParseTimeout(text, field))
-      return Fail(fmt::format("{}={}: a cache timeout is 0 to 31536000 seconds", name, text));
+      return UsageError(fmt::format("{}={}: a cache timeout is 0 to 31536000 seconds", name, text));
   }
   // Tracer options are checked now and applied after the fork (the tracer
   // may start threads).
@@ -388,28 +528,37 @@ int main(int argc, char** argv) {
   std::optional<walfs::tracing::RecursionMode> trace_recursion;
   if (cfg.trace_wakeup) {
     auto w = walfs::tracing::ParseWakeupMode(cfg.trace_wakeup);
-    if (!w.ok()) return Fail(fmt::format("trace_wakeup={}: {}", cfg.trace_wakeup, w.status().message()));
+    if (!w.ok()) return UsageError(fmt::format("trace_wakeup={}: {}", cfg.trace_wakeup, w.status().message()));
     trace_wakeup = *w;
   }
   if (cfg.trace_recursion) {
     auto r = walfs::tracing::ParseRecursionMode(cfg.trace_recursion);
-    if (!r.ok()) return Fail(fmt::format("trace_recursion={}: {}", cfg.trace_recursion, r.status().message()));
+    if (!r.ok())
+      return UsageError(fmt::format("trace_recursion={}: {}", cfg.trace_recursion, r.status().message()));
     trace_recursion = *r;
   }
 
+  if (std::string why = HidesImage(cfg.image, cfg.mountpoint); !why.empty()) return MountFailed(why);
   // A dead mount left on the mountpoint by a killed daemon is detached
   // (tools/stale_mount.h) before anything is opened, so a failure here
   // leaves the image alone.
-  if (walfs::Status s = walfs::tools::ClearStaleMount(cmd.mountpoint, stderr); !s.ok())
-    return Fail(std::string(s.message()));
+  if (walfs::Status s = walfs::tools::ClearStaleMount(cfg.mountpoint, stderr); !s.ok())
+    return MountFailed(s.message());
+  // Checked here, not left to fuse_session_mount: that comes after the
+  // image is opened and its log replayed.
+  {
+    std::string mountpoint;
+    if (std::string why = ResolveMountpoint(cfg.mountpoint, &mountpoint); !why.empty()) return MountFailed(why);
+    cmd.mountpoint = strdup(mountpoint.c_str());  // freed by ArgsGuard, as libfuse's would be
+  }
 
   // Detach first (our own fork, so the parent can report how the mount went):
   // no thread may exist before fork().
   int report[2] = {-1, -1};
   if (!cmd.foreground) {
-    if (pipe(report) != 0) return Fail(fmt::format("pipe: {}", std::strerror(errno)));
+    if (pipe(report) != 0) return MountFailed(fmt::format("pipe: {}", std::strerror(errno)));
     const pid_t pid = fork();
-    if (pid < 0) return Fail(fmt::format("fork: {}", std::strerror(errno)));
+    if (pid < 0) return MountFailed(fmt::format("fork: {}", std::strerror(errno)));
     if (pid > 0) {
       close(report[1]);
       std::string msg;
@@ -419,7 +568,7 @@ int main(int argc, char** argv) {
       if (msg == "ok") return 0;
       if (msg.empty()) msg = "walfs: the daemon died while mounting\n";
       fmt::print(stderr, "{}", msg);
-      return 1;
+      return kMountFailedExit;
     }
     close(report[0]);
     setsid();
@@ -435,7 +584,7 @@ int main(int argc, char** argv) {
     } else {
       fmt::print(stderr, "{}", line);
     }
-    return 1;
+    return kMountFailedExit;
   };
 
   {
@@ -462,19 +611,24 @@ int main(int argc, char** argv) {
                                       sizeof(fuse_lowlevel_ops), &server);
   if (se == nullptr) {
     (void)(*fs)->Unmount();
-    return report_and_exit("could not create the FUSE session (bad FUSE option?)");
+    return report_and_exit("could not create the FUSE session");  // the options passed RefusedByLibfuse
   }
   if (fuse_set_signal_handlers(se) != 0) {
     fuse_session_destroy(se);
     (void)(*fs)->Unmount();
     return report_and_exit("could not install signal handlers");
   }
+  std::optional<FuseLogCapture> mounting(std::in_place);  // libfuse's reason, in walfs's line
   if (fuse_session_mount(se, cmd.mountpoint) != 0) {
+    const std::string why = FuseLogCapture::Take("");
+    mounting.reset();
     fuse_remove_signal_handlers(se);
     fuse_session_destroy(se);
     (void)(*fs)->Unmount();
-    return report_and_exit(fmt::format("could not mount on {}", cmd.mountpoint));
+    return report_and_exit(fmt::format("could not mount on {}{}{}", cmd.mountpoint, why.empty() ? "" : ": ", why));
   }
+  if (std::string said = FuseLogCapture::Take(""); !said.empty()) fmt::print(stderr, "walfs: {}\n", said);
+  mounting.reset();
   server.SetSession(se);
   server.LearnMount(cmd.mountpoint);
   server.SetOtherWorkersServe(!cmd.singlethread && cmd.max_threads > 1);

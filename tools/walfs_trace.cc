@@ -287,7 +287,8 @@ int main(int argc, char** argv) {
     return walfs::cli::UsageError(
         "walfs-trace", fmt::format("unknown command '{}': expected print, export, stats, plot or record", argv[1]));
   const std::string_view first = argc > 1 ? argv[1] : "";
-  if (!first.empty() && first[0] == '-' && first != "-h" && first != "--help" && first != "--version")
+  if (!first.empty() && first[0] == '-' && first != "-h" && first != "--help" && first != "--version" &&
+      first != "-V")
     return walfs::cli::UsageError(
         "walfs-trace", fmt::format("unknown option '{}': a command comes first (print, export, stats, plot or record)", first));
   if (auto code = walfs::cli::Parse(app, argc, argv)) return *code;

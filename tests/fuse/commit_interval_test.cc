@@ -65,7 +65,7 @@ TEST_F(CommitInterval, AnIntervalThatIsNotZeroToADayInSecondsIsRefusedBeforeMoun
   ASSERT_NE(mkdtemp(dir), nullptr);
   for (const char* bad : {"commit=86401", "commit=-1", "commit=5s", "commit=", "commit=4294967326"}) {
     const ToolRun r = RunTool(walfs + " " + ImagePath() + " " + dir + " -f -o " + bad);
-    EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.out;
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.out;  // a usage error
     EXPECT_NE(r.out.find("0 to 86400 seconds"), std::string::npos) << bad << ": " << r.out;
   }
   rmdir(dir);

@@ -108,7 +108,7 @@ TEST_F(LazyCommit, ADelayOutsideZeroToASecondIsRefusedBeforeMounting) {
   ASSERT_NE(mkdtemp(dir), nullptr);
   for (const char* bad : {"lazy_commit_ms=1001", "lazy_commit_ms=-1", "lazy_commit_ms=5ms", "lazy_commit_ms="}) {
     const ToolRun r = RunTool(walfs + " " + ImagePath() + " " + dir + " -f -o " + bad);
-    EXPECT_EQ(r.exit_code, 1) << bad << ": " << r.out;
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.out;  // a usage error
     EXPECT_NE(r.out.find("0 to 1000 milliseconds"), std::string::npos) << bad << ": " << r.out;
   }
   rmdir(dir);

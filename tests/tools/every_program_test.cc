@@ -1,5 +1,5 @@
 // What every walfs program does alike on its command line (tools/cli.h,
-// STYLE.md rule 24): --version prints the walfs version and the on-disk
+// STYLE.md rule 24): -V/--version prints the walfs version and the on-disk
 // format versions (exit 0), and a bad option is a usage error -- exit 2
 // (fsck.walfs: 16, fsck(8)'s) with one line on stderr saying where to look,
 // never an uncaught exception.
@@ -22,22 +22,21 @@ using testing::ToolRun;
 struct Program {
   std::string name;
   int usage_exit;
-  bool checks_bad_options;  // walfs (the mount): its option handling is being changed
 };
 
 const std::vector<Program>& Programs() {
   static const std::vector<Program> all{
-      {"mkfs.walfs", 2, true},       {"fsck.walfs", 16, true},      {"walfs", 2, false},
-      {"walfs-admin", 2, true},      {"walfs-growfs", 2, true},
-      {"walfs-logprint", 2, true},   {"walfs-trace", 2, true},      {"walfs-aim", 2, true},
-      {"walfs-killtest", 2, true},   {"walfs-crashtest", 2, true},
-      {"log_bench", 2, true},        {"grant_head_bench", 2, true}, {"trace_bench", 2, true},
-      {"walfs-peers", 2, true},      {"walfs-requests", 2, true},
+      {"mkfs.walfs", 2},     {"fsck.walfs", 16},       {"walfs", 2},
+      {"walfs-admin", 2},    {"walfs-growfs", 2},
+      {"walfs-logprint", 2}, {"walfs-trace", 2},       {"walfs-aim", 2},
+      {"walfs-killtest", 2}, {"walfs-crashtest", 2},
+      {"log_bench", 2},      {"grant_head_bench", 2}, {"trace_bench", 2},
+      {"walfs-peers", 2},    {"walfs-requests", 2},
   };
 #ifndef WALFS_NO_HOSTILE_PROGRAM
   static const std::vector<Program> with_hostile = [] {
     std::vector<Program> v = all;
-    v.push_back({"walfs-hostile", 2, true});
+    v.push_back({"walfs-hostile", 2});
     return v;
   }();
   return with_hostile;
@@ -50,17 +49,18 @@ std::string Bin(const std::string& name) { return std::string(WALFS_BIN_DIR) + "
 
 TEST(EveryProgram, PrintsTheWalfsAndFormatVersions) {
   for (const Program& p : Programs()) {
-    ToolRun r = RunTool(Bin(p.name) + " --version");
-    EXPECT_EQ(r.exit_code, 0) << p.name << ": " << r.out;
-    EXPECT_EQ(r.out.rfind(cli::VersionText(p.name), 0), 0u) << p.name << ": " << r.out;
-    EXPECT_NE(r.out.find(std::string("(walfs ") + std::string(kWalfsVersion) + ")"), std::string::npos)
-        << p.name << ": " << r.out;
+    for (const char* flag : {"--version", "-V"}) {  // -V as mkfs.xfs, e2fsck and mount.fuse3
+      ToolRun r = RunTool(Bin(p.name) + " " + flag);
+      EXPECT_EQ(r.exit_code, 0) << p.name << " " << flag << ": " << r.out;
+      EXPECT_EQ(r.out.rfind(cli::VersionText(p.name), 0), 0u) << p.name << " " << flag << ": " << r.out;
+      EXPECT_NE(r.out.find(std::string("(walfs ") + std::string(kWalfsVersion) + ")"), std::string::npos)
+          << p.name << " " << flag << ": " << r.out;
+    }
   }
 }
 
 TEST(EveryProgram, ABadOptionIsOneLineOnStderrAndTheUsageExitCode) {
   for (const Program& p : Programs()) {
-    if (!p.checks_bad_options) continue;
     for (const char* args : {"--no-such-option", "--no-such-option=1 x y"}) {
       ToolRun err = RunTool("{ " + Bin(p.name) + " " + std::string(args) + " 2>&1 >/dev/null; }");  // stderr only
       EXPECT_EQ(err.exit_code, p.usage_exit) << p.name << " " << args << ": " << err.out;
@@ -101,6 +101,11 @@ TEST(EveryProgram, BadValuesAreUsageErrorsNamingTheOption) {
       {"walfs-admin --bogus=1", "not expected: --bogus=1", 2},
       {"walfs-growfs /mnt 10x", "unknown unit", 2},
       {"walfs-growfs /mnt 0", "SIZE must be above 0", 2},
+      // The mount program (tests/fuse/mount_options_test.cc has the rest).
+      {"walfs", "IMAGE and MOUNTPOINT are required", 2},
+      {"walfs img", "MOUNTPOINT is required", 2},
+      {"walfs --bogus img", "--bogus", 2},
+      {"walfs img mnt -o logbufs=1", "logbufs=1: must be a whole number from 2 to 16", 2},
   };
   for (const Case& c : cases) {
     ToolRun r = RunTool("{ " + Bin(c.command) + " 2>&1 >/dev/null; }");

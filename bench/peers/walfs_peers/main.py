@@ -98,7 +98,7 @@ def parse_args(argv, bin_dir=None):
     p.add_argument("--no-plots", action="store_true", help="do not run gnuplot")
     p.add_argument("--list", action="store_true", help="list the systems and why any would be skipped")
     p.add_argument("-v", "--verbose", action="store_true", help="print every command")
-    p.add_argument("--version", action=_VersionAction, nargs=0,
+    p.add_argument("-V", "--version", action=_VersionAction, nargs=0,
                    bin_dir=bin_dir or os.path.dirname(os.path.abspath(sys.argv[0])),
                    help="print the walfs and on-disk format versions")
     a = p.parse_args(argv)
