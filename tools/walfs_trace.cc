@@ -50,8 +50,15 @@ constexpr int kExitOk = 0;
 constexpr int kExitBadFile = 1;
 constexpr int kExitUsage = 2;
 
+// One plain line, as coreutils and trace-cmd print: "walfs-trace: PATH:
+// what is wrong" (strerror's words for a file that cannot be opened or
+// read), without the status's code name or errno number.
 int Fail(const std::string& path, const Status& s) {
-  fmt::print(stderr, "walfs-trace: {}: {}\n", path, s.ToString());
+  const std::string_view m = s.message();
+  if (m.starts_with(path))
+    fmt::print(stderr, "walfs-trace: {}\n", m);
+  else
+    fmt::print(stderr, "walfs-trace: {}: {}\n", path, m);
   return kExitBadFile;
 }
 

@@ -89,7 +89,7 @@ TraceFileReader::~TraceFileReader() {
 
 Result<std::unique_ptr<TraceFileReader>> TraceFileReader::Open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "opening trace file " + path);
+  if (fd < 0) return Status::FromErrno(errno, path);  // "PATH: No such file or directory"
   std::unique_ptr<TraceFileReader> r(new TraceFileReader(fd, {}, false));
   WALFS_RETURN_IF_ERROR(r->ReadHeader());
   return r;

@@ -72,6 +72,20 @@ TEST(EveryProgram, ABadOptionIsOneLineOnStderrAndTheUsageExitCode) {
   }
 }
 
+// A file that cannot be read is one plain line: the program, the path and
+// strerror's words (as cat and trace-cmd say), no status code name or errno
+// number.
+TEST(EveryProgram, AMissingTraceFileIsOnePlainLine) {
+  for (const char* command : {"print", "stats"}) {
+    ToolRun r = RunTool("{ " + Bin("walfs-trace") + " " + command + " /nonexistent/t.wtrace 2>&1 >/dev/null; }");
+    EXPECT_EQ(r.exit_code, 1) << command;
+    EXPECT_EQ(r.out, "walfs-trace: /nonexistent/t.wtrace: No such file or directory\n") << command;
+  }
+  ToolRun r = RunTool("{ " + Bin("walfs-trace") + " print /etc/passwd 2>&1 >/dev/null; }");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "walfs-trace: /etc/passwd: not a walfs trace file (bad magic)\n");
+}
+
 // The cases issue 17 found, each once an uncaught exception, a wrong exit
 // code or a message that sent the user the wrong way.
 TEST(EveryProgram, BadValuesAreUsageErrorsNamingTheOption) {
