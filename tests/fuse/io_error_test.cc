@@ -25,9 +25,9 @@ namespace {
 class IoError : public MountedFs {
  public:
   // Only the spec's own calls write: no timed or lazy log push, and no
-  // writeback push, could take an armed fault first (a lazy push 5 ms
-  // after a create did, on a loaded machine, before the create's data
-  // write reached the device).
+  // writeback push, can take an armed fault first (a lazy push runs 5 ms
+  // after a create, which on a loaded machine can come before the spec's
+  // next write reaches the device).
   static void SetUpTestSuite() {
     MountSuite({.image_size = "256m",
                 .options = {"fault_injection", "commit=86400", "lazy_commit_ms=0", "wb_push_ms=0"}});
