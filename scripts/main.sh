@@ -30,9 +30,11 @@ t_setup=$((SECONDS - t0))
 t0=$SECONDS
 cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
-# Only what this job runs; scripts/test.sh builds the rest.
+# What this job runs, and what `cmake --install build` installs (the
+# programs and their man pages: README "Install"); scripts/test.sh builds
+# the rest.
 cmake --build build -j "$jobs" --target grant_head_bench log_bench walfs_trace mkfs_walfs \
-  fsck_walfs walfs_mount walfs-aim
+  fsck_walfs walfs_mount walfs-aim walfs_admin walfs_growfs walfs_logprint walfs_man_pages
 t_build=$((SECONDS - t0))
 t_run_start=$SECONDS
 
