@@ -181,6 +181,13 @@ TEST_F(WritebackPush, AKillDuringPushesEndsTheDaemonAtOnce) {
   for (int round = 0; round < 10; ++round) {
     const int fd = open(Path("busy").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     ASSERT_SYS(fd);
+    // The test's directory and the file are durable before the kill (a
+    // directory's fsync forces the log): the kill may come before the lazy
+    // push has written them, on a loaded machine.
+    const int dfd = open(Path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_SYS(dfd);
+    ASSERT_SYS(fsync(dfd));
+    close(dfd);
     std::chrono::steady_clock::duration took{};
     {
       BusyWriter writer(fd, 64 << 20);  // ends at the dead mount's first error, or when told
