@@ -663,6 +663,13 @@ int main(int argc, char** argv) {
     rc = fuse_session_loop_mt(se, lc);
     fuse_loop_cfg_destroy(lc);
   }
+  // The kernel ends a session by failing reads of /dev/fuse: ENODEV, which
+  // libfuse takes as the end, or, now and then at a lazy unmount (and after
+  // an abort through /sys/fs/fuse/connections), ECONNABORTED, which libfuse
+  // prints ("fuse: reading device: Software caused connection abort") and
+  // returns.  Either way the mount is gone and what follows writes the
+  // image back: the exit status says how that went.
+  if (rc == -ECONNABORTED) rc = 0;
   // The session has ended (or is about to be unmounted): what is left is
   // writing back.  fsck, mkfs or a new mount of the image wait for that
   // instead of refusing (base/file_lock.h).
