@@ -66,8 +66,10 @@ class WritebackPush : public MountedFs {
     WALFS_REQUIRE_WALFS();
   }
 
-  // Until two more pushes than `before` have run (so one began after the
-  // caller's writes), then until the lazy push wrote out what they brought.
+  // Until two more pushes than `before` (read after the caller's writes)
+  // have ended: the first may have begun before it was read, the second
+  // began after the first ended, so after the writes.  Then until the lazy
+  // push wrote out what they brought.
   // Up to 10 s, for a loaded machine.
   void WaitPushedAndWrittenOut(long long before) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -98,11 +100,10 @@ TEST_F(WritebackPush, DataWrittenToAFileStillOpenSurvivesAKillOfTheDaemon) {
   ASSERT_SYS(fa);
   const int fb = open(Path("b").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   ASSERT_SYS(fb);
-  const long long before = StatValue(Root(), "writeback_pushes");
   ASSERT_EQ(pwrite(fa, a.data(), a.size(), 0), static_cast<ssize_t>(a.size()));
   ASSERT_EQ(pwrite(fb, b.data(), b.size(), 0), static_cast<ssize_t>(b.size()));
   ASSERT_EQ(pwrite(fb, "ZZ", 2, 100), 2);  // an overwrite in a cached page
-  WaitPushedAndWrittenOut(before);
+  WaitPushedAndWrittenOut(StatValue(Root(), "writeback_pushes"));
   KillDaemon();
   close(fa);  // on a dead connection: the kernel drops whatever it still held
   close(fb);
@@ -122,9 +123,8 @@ TEST_F(WritebackPush, StoresThroughASharedMappingSurviveAKillOfTheDaemon) {
   void* p = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ASSERT_NE(p, MAP_FAILED) << strerrorname_np(errno);
   const std::string want = Pattern(kSize, 'm');
-  const long long before = StatValue(Root(), "writeback_pushes");
   std::memcpy(p, want.data(), kSize);
-  WaitPushedAndWrittenOut(before);
+  WaitPushedAndWrittenOut(StatValue(Root(), "writeback_pushes"));
   KillDaemon();
   munmap(p, kSize);
   close(fd);
