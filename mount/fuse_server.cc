@@ -885,7 +885,6 @@ void FuseServer::LearnMount(const std::string& mountpoint) {
       WritebackPush::Options{.mountpoint = mountpoint, .device = dev.ok() ? *dev : "", .interval_ms = push_ms});
   WritebackPush* push = push_.get();
   writeback_.SetWritersObserver([push](bool any) { push->SetWanted(any); });
-  push->SetWanted(writeback_.AnyCachedWriters());
   push->Start();
 }
 

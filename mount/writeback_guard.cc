@@ -40,11 +40,6 @@ bool WritebackGuard::HasCachedWriters(std::uint64_t ino) const {
   return cached_writers_.contains(ino);
 }
 
-bool WritebackGuard::AnyCachedWriters() const {
-  MutexLock l(&mu_);
-  return !cached_writers_.empty();
-}
-
 bool WritebackGuard::NoteAvailable(std::uint64_t available_bytes) {
   const bool low = available_bytes < low_space_bytes();
   const bool was = low_space_.exchange(low, std::memory_order_acq_rel);

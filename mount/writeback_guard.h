@@ -111,12 +111,11 @@ class WritebackGuard {
   void CachedWriterOpened(std::uint64_t ino) EXCLUDES(mu_);
   void CachedWriterReleased(std::uint64_t ino) EXCLUDES(mu_);
   bool HasCachedWriters(std::uint64_t ino) const EXCLUDES(mu_);
-  // Whether any file is: only then may the kernel hold dirty pages of this
-  // mount.
-  bool AnyCachedWriters() const EXCLUDES(mu_);
-  // Told, under the guard's lock, each time AnyCachedWriters() turns true
-  // or false (the writeback push, mount/writeback_push.h).  Set before the
-  // session serves; `observer` must not call back into the guard.
+  // Told, under the guard's lock, each time the first such handle opens
+  // and the last one is released: only while one is open may the kernel
+  // hold dirty pages of this mount (the writeback push,
+  // mount/writeback_push.h).  Set before the session serves; `observer`
+  // must not call back into the guard.
   void SetWritersObserver(std::function<void(bool any)> observer) { writers_observer_ = std::move(observer); }
 
   std::uint64_t reserve_bytes() const { return reserve_bytes_; }

@@ -12,9 +12,10 @@
 // clean pages too, one folio and one WRITE at a time.
 //
 // So every `interval` while a file is open for writing through the cache,
-// a thread of the daemon calls syncfs(2) on this mount.  The kernel writes
-// back every dirty page of the superblock (as WRITE requests, batched by
-// writepages, that the other FUSE workers serve) and returns once the
+// a helper process of the daemon (below) calls syncfs(2) on this mount.
+// The kernel writes back every dirty page of the superblock (as WRITE
+// requests, batched by writepages, that the daemon's FUSE workers serve)
+// and returns once the
 // replies came (fuse_writepage_end ends the folio's writeback; 6.x has no
 // temporary pages).  After it, what was dirty when it began is walfs's,
 // and walfs's lazy push bounds the rest.
@@ -87,7 +88,6 @@ class WritebackPush {
   // call this only once they are served or the connection is gone.
   void Join();
 
-  int interval_ms() const { return options_.interval_ms; }
   State state() const;
   static const char* StateName(State s);
   // writeback_push_* lines of .walfs/stats.

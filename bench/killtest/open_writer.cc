@@ -32,10 +32,12 @@ std::string Stream(std::uint64_t seed, int writer, int round, int file, std::uin
   const std::uint64_t key = Mix(seed ^ (std::uint64_t(writer) << 48) ^ (std::uint64_t(round) << 24) ^
                                 std::uint64_t(file));
   std::string out(n, '\0');
+  std::uint64_t word = Mix(key ^ (from >> 3));  // the 8-byte word `at` is in
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t at = from + i;
+    if (i > 0 && (at & 7) == 0) word = Mix(key ^ (at >> 3));
     // Never zero, so a zero byte always means "not written back".
-    out[i] = static_cast<char>((Mix(key ^ (at >> 3)) >> (8 * (at & 7))) % 255 + 1);
+    out[i] = static_cast<char>((word >> (8 * (at & 7))) % 255 + 1);
   }
   return out;
 }
