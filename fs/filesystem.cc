@@ -18,6 +18,7 @@
 #include "fs/fs_op.h"
 #include "fs/mkfs.h"
 #include "fs/super.h"
+#include "fs/super_copy.h"
 
 namespace walfs::fs {
 
@@ -264,7 +265,16 @@ Result<std::unique_ptr<Filesystem>> Filesystem::MountDevice(BlockDevice* device,
 Status Filesystem::Start() {
   std::vector<std::byte> b(format::kSuperSize);
   WALFS_RETURN_IF_ERROR(device_->Read(0, b.data(), b.size()));
-  WALFS_ASSIGN_OR_RETURN(sb_, format::DecodeSuperblock(b, device_->size_bytes()));
+  Result<format::Superblock> primary = format::DecodeSuperblock(b, device_->size_bytes());
+  if (!primary.ok() && FindSuperblockCopy(device_, /*scan=*/true).ok()) {
+    // The AG headers' copies verify: the image is walfs's, damaged, and
+    // fsck can rebuild its superblock (a file that is not a walfs image is
+    // not scanned: FindSuperblockCopy).
+    return Status::Corruption(fmt::format("{}; the AG headers hold copies of it: fsck.walfs -y {} rebuilds it",
+                                          primary.status().message(),
+                                          options_.image.empty() ? std::string("IMAGE") : options_.image));
+  }
+  WALFS_ASSIGN_OR_RETURN(sb_, std::move(primary));
   journal::LogOptions lo = LogOptionsFor(device_, sb_);
   lo.wake_mode = options_.wake_mode;
   lo.iclog_count = options_.logbufs;

@@ -30,6 +30,7 @@
 #include "fs/fsck_log.h"
 #include "fs/mkfs.h"
 #include "fs/posix_acl.h"
+#include "fs/super_copy.h"
 #include "journal/log.h"
 #include "journal/log_recover.h"
 
@@ -252,8 +253,71 @@ class Checker {
   Status ReadSuperblock() {
     std::vector<std::byte> b(kSuperSize);
     WALFS_RETURN_IF_ERROR(dev_->Read(0, b.data(), b.size()));
-    WALFS_ASSIGN_OR_RETURN(r_->sb, DecodeSuperblock(b, dev_->size_bytes()));
+    Result<Superblock> sb = DecodeSuperblock(b, dev_->size_bytes());
+    if (!sb.ok() && !r_->opened) return SuperblockFromCopy(sb.status());
+    // -n checks with the copy's geometry, the primary left as it is.
+    if (!sb.ok() && primary_from_copy_) return Status::Ok();
+    WALFS_ASSIGN_OR_RETURN(r_->sb, std::move(sb));
     r_->opened = true;
+    return Status::Ok();
+  }
+
+  // A primary superblock that does not decode: the geometry is taken from
+  // the copies in the AG headers (fs/super_copy.h), and with `repair` the
+  // primary is rebuilt from them before anything else is read -- not
+  // clean, so the counters are counted and stored at the end, and with no
+  // error record (this check is the one the record would ask for).
+  Status SuperblockFromCopy(const Status& why) {
+    Result<SuperblockCopy> c = FindSuperblockCopy(dev_, /*scan=*/true);
+    if (!c.ok()) {
+      if (!why.IsCorruption()) return why;  // NotSupported: a newer walfs's image, not damage
+      return Status::Corruption(fmt::format("{}; {}", why.message(), c.status().message()));
+    }
+    r_->sb = c->sb;
+    r_->opened = true;
+    primary_from_copy_ = true;
+    FsckProblem p{fmt::format("{}; the copies in the AG headers ({} agree) describe the filesystem", why.message(),
+                              c->witnesses),
+                  false};
+    if (o_.repair) {
+      std::vector<std::byte> b(r_->sb.block_size);
+      EncodeSuperblock(r_->sb, b);
+      WALFS_RETURN_IF_ERROR(dev_->Write(0, b.data(), b.size()));
+      WALFS_RETURN_IF_ERROR(dev_->Flush());
+      p.message += fmt::format(": superblock rebuilt from AG {}'s copy", c->agno);
+      p.repaired = true;
+    } else {
+      p.message += ": fsck.walfs -y rebuilds the superblock from them";
+    }
+    r_->problems.push_back(std::move(p));
+    return Status::Ok();
+  }
+
+  // The AG header's copy of the superblock (fs/super_copy.h) describes
+  // this filesystem, at a size no larger than the superblock's: a copy
+  // written before a grow says the smaller size, and is right to.
+  Status CheckSuperCopy(std::uint32_t agno, std::vector<std::byte>* b) {
+    const Superblock& sb = r_->sb;
+    if (!sb.super_copies()) return Status::Ok();
+    Result<Superblock> copy = DecodeAgSuperCopy(*b, dev_->size_bytes());
+    std::string what;
+    if (!copy.ok()) {
+      what = copy.status().message();
+    } else if (std::string field = SuperblockCopyMismatch(*copy, sb); !field.empty()) {
+      what = fmt::format("its {} is not the superblock's", field);
+    } else if (copy->total_blocks > sb.total_blocks || copy->ag_count > sb.ag_count) {
+      what = fmt::format("it says {} blocks in {} AGs, more than the superblock's {} in {}", copy->total_blocks,
+                         copy->ag_count, sb.total_blocks, sb.ag_count);
+    }
+    if (what.empty()) return Status::Ok();
+    FsckProblem p{fmt::format("AG {} header's copy of the superblock: {}", agno, what), false};
+    if (o_.repair) {
+      EncodeAgHeader(PeekAgHeader(*b), sb, *b);
+      WALFS_RETURN_IF_ERROR(dev_->Write(sb.AgStart(agno) * sb.block_size, b->data(), b->size()));
+      p.message += ": rewritten from the superblock";
+      p.repaired = true;
+    }
+    r_->problems.push_back(std::move(p));
     return Status::Ok();
   }
 
@@ -358,6 +422,7 @@ class Checker {
     } else {
       ag.header_ok = true;
       ag.header = *h;
+      WALFS_RETURN_IF_ERROR(CheckSuperCopy(agno, &b));
     }
     Claim(start, AgFirstFree(sb), fmt::format("AG {} metadata", agno));
     ag.bitmap_on_disk = ag.header_ok ? BitmapBlocksOnDisk(sb, ag.header) : sb.bitmap_blocks;
@@ -1163,6 +1228,7 @@ class Checker {
   std::vector<AgState> ags_;
   std::unordered_map<std::uint64_t, InodeInfo> inodes_;
   std::uint64_t chunks_scanned_ = 0;   // progress of phase 2
+  bool primary_from_copy_ = false;  // the primary did not decode; r_->sb is the copies'
   std::uint64_t expected_chunks_ = 1;  // from the superblock's inode count
 };
 

@@ -5,7 +5,10 @@
 //   for (const FsckProblem& p : r.problems) fmt::print("{}\n", p.message);
 //
 // What is checked, in order (docs/disk_format.md):
-//   1. the superblock decodes and fits the device; a log a mount would
+//   1. the superblock decodes and fits the device -- one that does not is
+//      rebuilt (-y, -p) from the copies in the AG headers, or (-n) its
+//      copies' geometry is checked against (fs/super_copy.h); each AG
+//      header's copy must agree with a sound superblock -- and a log a mount would
 //      recover is recovered first and closed with an unmount record, as a
 //      mount and its clean unmount leave it.  Without `replay` (fsck -n) a
 //      dirty log is reported, replayed onto an in-memory overlay of the

@@ -169,6 +169,7 @@ Result<Superblock> PlanFilesystem(std::uint64_t device_bytes, const MkfsOptions&
   sb.created_s = o.now_s ? o.now_s : static_cast<std::int64_t>(std::time(nullptr));
   sb.flags = format::kSuperClean;
   if (o.uninit_ag) sb.incompat |= format::kIncompatUninitAg;
+  sb.compat |= format::kCompatSuperCopies;
   return sb;
 }
 

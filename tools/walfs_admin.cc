@@ -33,6 +33,7 @@
 #include "fs/format/superblock_format.h"
 #include "fs/mkfs.h"
 #include "fs/super.h"
+#include "fs/super_copy.h"
 #include "tools/cli.h"
 
 namespace walfs {
@@ -165,6 +166,10 @@ int Run(int argc, char** argv) {
   if (changing) {
     if (Status s = fs::WriteSuperblock(dev->get(), *sb); !s.ok())
       return fail(fmt::format("writing the superblock: {}", s.message()));
+    // The copies in the AG headers follow (fsck rebuilds a damaged
+    // superblock from them, and checks that they agree with it).
+    if (Status s = fs::WriteSuperblockCopies(dev->get(), *sb); !s.ok())
+      return fail(fmt::format("writing the superblock's copies in the AG headers: {}", s.message()));
   }
   for (const std::string& line : lines) fmt::print("{}\n", line);
   return kExitOk;

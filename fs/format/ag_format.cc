@@ -35,7 +35,14 @@ void EncodeAgHeader(const AgHeader& h, const Superblock& sb, std::span<std::byte
   EncodeFixed64(p + 72, h.unlinked_head);
   EncodeFixed32(p + kAgBitmapInitOffset, h.bitmap_init);
   EncodeFixed32(p + kAgImapInitOffset, h.imap_init);
+  if (sb.super_copies()) EncodeSuperblock(SuperblockCopyOf(sb), block.subspan(kAgSuperCopyOffset, kSuperSize));
   SealBlock(block);
+}
+
+Result<Superblock> DecodeAgSuperCopy(std::span<const std::byte> block, std::uint64_t device_bytes) {
+  if (block.size() < kAgSuperCopyOffset + kSuperSize)
+    return Status::Corruption(fmt::format("AG header block of {} bytes holds no superblock copy", block.size()));
+  return DecodeSuperblock(block.subspan(kAgSuperCopyOffset, kSuperSize), device_bytes);
 }
 
 AgHeader PeekAgHeader(std::span<const std::byte> block) {

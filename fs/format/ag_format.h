@@ -20,6 +20,12 @@
 // The first transaction to change such a block logs it whole and raises
 // the count in the same transaction (fs/ag_blocks.h).
 //
+// With the super_copies feature, bytes [512, 1024) of the header block
+// hold SuperblockCopyOf(the superblock) encoded as the superblock is, its
+// own CRC included (kAgSuperCopyOffset): fsck.walfs rebuilds a damaged
+// primary from it (fs/super_copy.h).  The mount neither reads nor checks
+// it; the header's CRC covers it like every other byte.
+//
 // Inode map record (16 bytes): start agblock u32, free count u32, free mask
 // u64 (bit i set: inode i of the chunk is free).  A record with start 0 is
 // unused (agblock 0 is the AG header, never a chunk).
@@ -54,6 +60,8 @@ struct AgHeader {
 };
 inline constexpr std::uint32_t kAgBitmapInitOffset = 80;
 inline constexpr std::uint32_t kAgImapInitOffset = 84;
+inline constexpr std::uint32_t kAgSuperCopyOffset = 512;
+static_assert(kAgSuperCopyOffset + kSuperSize <= kMinBlockSize, "the copy fits the smallest block");
 
 // The bitmap and inode-map blocks of an AG that are on disk: all of them
 // without the uninit_ag feature.
@@ -92,6 +100,10 @@ inline std::uint32_t RecordsPerImapBlock(std::uint32_t block_size) {
 void EncodeAgHeader(const AgHeader& h, const Superblock& sb, std::span<std::byte> block);
 Result<AgHeader> DecodeAgHeader(std::span<const std::byte> block, const Superblock& sb,
                                 std::uint32_t agno);
+// The superblock copy of an AG header block (checked by DecodeSuperblock
+// against `device_bytes`, 0: not): only the block's own CRC says whether
+// the rest of the header is sound.
+Result<Superblock> DecodeAgSuperCopy(std::span<const std::byte> block, std::uint64_t device_bytes = 0);
 // The counters of a header already verified when it was read (a cached
 // buffer: its CRC is only current after writeback), unchecked.
 AgHeader PeekAgHeader(std::span<const std::byte> block);

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cstring>
 #include <ctime>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/check.h"
 #include "base/coding.h"
@@ -230,6 +233,15 @@ Result<Superblock> DecodeSuperblock(std::span<const std::byte> in, std::uint64_t
   return sb;
 }
 
+namespace {
+std::string FeaturesLine(const Superblock& sb) {
+  std::vector<std::string_view> f;
+  if (sb.uninit_ag()) f.push_back("uninit_ag (AG bitmaps and inode maps written as used)");
+  if (sb.super_copies()) f.push_back("super_copies (a copy of the superblock in every AG header)");
+  return f.empty() ? std::string() : fmt::format("\nfeatures: {}", fmt::join(f, ", "));
+}
+}  // namespace
+
 std::string SuperblockString(const Superblock& sb) {
   return fmt::format(
       "uuid {}{}  label \"{}\"\n"
@@ -241,8 +253,35 @@ std::string SuperblockString(const Superblock& sb) {
       sb.label, sb.total_blocks, sb.block_size, sb.ag_count, sb.ag_blocks,
       sb.log_blocks, sb.log_start, sb.inode_size, sb.inodes_per_chunk, sb.root_ino,
       sb.free_blocks, sb.icount, sb.ifree, sb.clean() ? "clean" : "needs recovery",
-      sb.uninit_ag() ? "\nfeatures: uninit_ag (AG bitmaps and inode maps written as used)" : "",
+      FeaturesLine(sb),
       sb.errors.empty() ? "" : "\nerrors recorded while mounted: " + ErrorRecordString(sb.errors));
+}
+
+Superblock SuperblockCopyOf(const Superblock& sb) {
+  Superblock c = sb;
+  c.flags = 0;
+  c.mounted_s = 0;
+  c.free_blocks = c.icount = c.ifree = 0;
+  c.errors = {};
+  return c;
+}
+
+std::string SuperblockCopyMismatch(const Superblock& copy, const Superblock& primary) {
+  const Superblock& a = copy;
+  const Superblock& b = primary;
+  if (a.version != b.version) return "version";
+  if (a.compat != b.compat || a.ro_compat != b.ro_compat || a.incompat != b.incompat) return "features";
+  if (a.uuid != b.uuid) return "uuid";
+  if (a.metadata_uuid() != b.metadata_uuid()) return "meta_uuid";
+  if (a.label != b.label) return "label";
+  if (a.block_size != b.block_size) return "block_size";
+  if (a.inode_size != b.inode_size || a.inodes_per_chunk != b.inodes_per_chunk) return "inode geometry";
+  if (a.ag_blocks != b.ag_blocks) return "ag_blocks";
+  if (a.log_start != b.log_start || a.log_blocks != b.log_blocks) return "log";
+  if (a.root_ino != b.root_ino) return "root_ino";
+  if (a.bitmap_blocks != b.bitmap_blocks || a.imap_blocks != b.imap_blocks) return "AG metadata sizes";
+  if (a.created_s != b.created_s) return "created_s";
+  return "";
 }
 
 }  // namespace walfs::fs::format

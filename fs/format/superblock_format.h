@@ -49,7 +49,13 @@ inline constexpr std::size_t kLabelSize = 64;
 inline constexpr std::uint32_t kMaxAgCount = 65536;
 // Feature bits this code understands.  An unknown incompat bit refuses the
 // mount; an unknown ro_compat bit allows only a read-only mount.
-inline constexpr std::uint32_t kKnownCompat = 0;
+// Every AG header holds a copy of the superblock (EncodeAgHeader), from
+// which fsck.walfs rebuilds a primary that does not decode, as xfs_repair
+// uses XFS's secondary superblocks and e2fsck ext4's backups.  Compat: a
+// walfs that predates it ignores the copies, and any AG header it writes
+// (fsck's rebuild) simply lacks one.
+inline constexpr std::uint32_t kCompatSuperCopies = 1u << 0;
+inline constexpr std::uint32_t kKnownCompat = kCompatSuperCopies;
 inline constexpr std::uint32_t kKnownRoCompat = 0;
 // The metadata blocks carry meta_uuid, not uuid (walfs-admin -U).
 inline constexpr std::uint32_t kIncompatMetaUuid = 1u << 0;
@@ -169,6 +175,7 @@ struct Superblock {
   // The UUID every metadata block header carries (and is checked against).
   const Uuid& metadata_uuid() const { return (incompat & kIncompatMetaUuid) ? meta_uuid : uuid; }
   bool uninit_ag() const { return (incompat & kIncompatUninitAg) != 0; }
+  bool super_copies() const { return (compat & kCompatSuperCopies) != 0; }
   // Gives the filesystem a new identity, leaving the blocks' UUID where
   // metadata_uuid() finds it (above).
   void ChangeUuid(const Uuid& new_uuid);
@@ -206,6 +213,17 @@ void EncodeSuperblock(const Superblock& sb, std::span<std::byte> out);
 // unknown feature or version) with a one-line reason.
 Result<Superblock> DecodeSuperblock(std::span<const std::byte> in, std::uint64_t device_bytes = 0);
 std::string SuperblockString(const Superblock& sb);
+
+// The superblock as its copies in the AG headers hold it: identity and
+// geometry, without what changes while mounted (flags, mount time, lazy
+// counters, error record), so that a copy is written only when the
+// filesystem's identity or size changes (mkfs, walfs-growfs, walfs-admin).
+Superblock SuperblockCopyOf(const Superblock& sb);
+// The first field in which `copy` describes another filesystem or another
+// geometry than `primary` ("uuid", "log_blocks", ...), or "" when it
+// describes the same one.  total_blocks and ag_count are not compared: a
+// copy written before a grow holds the smaller size (fs/super_copy.h).
+std::string SuperblockCopyMismatch(const Superblock& copy, const Superblock& primary);
 
 }  // namespace walfs::fs::format
 

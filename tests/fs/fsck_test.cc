@@ -143,8 +143,10 @@ TEST_F(Fsck, ProgressGoesThroughTheSixPhasesInOrderAndEachStartsAtZero) {
 }
 
 TEST_F(Fsck, NotAWalfsImageCannotBeChecked) {
-  std::vector<std::byte> zero(sb_.block_size);
-  Write(0, zero);
+  // Not zero: a wiped block 0 of a walfs image is rebuilt from the AG
+  // headers' copies (super_copy_test.cc).
+  std::vector<std::byte> other(sb_.block_size, std::byte{0x77});
+  Write(0, other);
   auto r = CheckImage(&dev_, {});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("not a walfs image"), std::string_view::npos);

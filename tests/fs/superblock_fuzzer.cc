@@ -1,6 +1,7 @@
-// libFuzzer target: the superblock decoder, and the AG header and bitmap
-// decoders against a fixed geometry, on arbitrary bytes.  They must refuse
-// with a reason, never crash or read out of bounds.
+// libFuzzer target: the superblock decoder, and the AG header (with its
+// superblock copy) and bitmap decoders against a fixed geometry, on
+// arbitrary bytes.  They must refuse with a reason, never crash or read
+// out of bounds.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -23,6 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size >= fixed.block_size) {
     std::span<const std::byte> block(bytes, fixed.block_size);
     (void)format::DecodeAgHeader(block, fixed, 0);
+    if (auto copy = format::DecodeAgSuperCopy(block, 1ull << 40); copy.ok())
+      (void)format::SuperblockCopyMismatch(*copy, fixed);
     (void)format::VerifyBitmapBlock(block, fixed, 0, 0);
     (void)format::VerifyImapBlock(block, fixed, 0, 0);
   }

@@ -1,6 +1,7 @@
 // Specs for fsck -y's rebuilds after one damaged block (issue 24; fs/fsck.h,
-// fs/fsck_ag_repair.h, fs/fsck_btree_repair.h): a crashed base image with
-// exactly one AG header, bitmap, inode-map block or B+tree leaf damaged is
+// fs/fsck_ag_repair.h, fs/fsck_btree_repair.h, fs/super_copy.h): a crashed
+// base image with exactly one superblock, AG header, bitmap, inode-map
+// block or B+tree leaf damaged is
 // repaired so that a second check finds nothing, the image mounts, walks
 // and changes without meeting damage, and every file outside the damage
 // reads as it was (CheckDurable).
@@ -146,6 +147,19 @@ TEST(FsckRebuild, AnAgHeaderWithAWrongFieldIsRebuiltAndEveryFileIsKept) {
     ExpectSettled(o);
     EXPECT_TRUE(AnyRepairedSays(o.repair, "rebuilt from the superblock's geometry")) << Problems(o.repair);
     EXPECT_TRUE(o.lost.empty()) << o.lost.front();
+  }
+}
+
+TEST(FsckRebuild, ASuperblockThatFailsItsChecksIsRebuiltFromTheAgHeadersAndEveryFileIsKept) {
+  // The crashed image: its log is replayed over the rebuilt superblock.
+  for (const std::size_t at : {std::size_t{2}, std::size_t{49}, std::size_t{81}, std::size_t{200}}) {
+    std::vector<std::byte> image = Base().image;
+    image[at] ^= std::byte{0x5a};
+    const Outcome o = RepairAndMount(std::move(image));
+    ExpectSettled(o);
+    EXPECT_TRUE(AnyRepairedSays(o.repair, "superblock rebuilt from AG 0's copy")) << "byte " << at << "\n"
+                                                                                  << Problems(o.repair);
+    EXPECT_TRUE(o.lost.empty()) << "byte " << at << ": " << o.lost.front();
   }
 }
 
