@@ -787,7 +787,11 @@ FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options)
     : fs_(fs),
       options_(options),
       writeback_(options.writeback_reserve_bytes),
-      session_io_({.killpriv_v2 = options.killpriv_v2}),
+      session_io_({.killpriv_v2 = options.killpriv_v2,
+                   .transport = options.transport == "dev"     ? SessionIo::Transport::kDev
+                                : options.transport == "uring" ? SessionIo::Transport::kUring
+                                                               : SessionIo::Transport::kAuto,
+                   .uring_lanes = options.uring_lanes}),
       polls_([this](std::uint64_t fh) { return control_->Readable(fh); }) {
   ControlDir::Sources src;
   src.tracer = &tracing::Tracer::Get();

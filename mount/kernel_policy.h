@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <string>
 
 namespace walfs::mount {
 
@@ -44,6 +45,13 @@ struct KernelPolicy {
   // through SessionIo): the kernel stops asking for security.capability
   // before writes and for the attributes before each chown.
   bool killpriv_v2 = true;
+  // How requests reach the daemon (mount/uring_transport.h): "auto" (the
+  // io_uring rings when the kernel offers them, /dev/fuse otherwise),
+  // "uring" (the same, and a warning when they are not offered) or "dev".
+  std::string transport = "auto";
+  // Lanes (threads, each with one ring entry) per CPU queue of the rings:
+  // how many of a CPU's requests are served at once.
+  std::uint32_t uring_lanes = 4;
   // FLUSH (every close(2)) is refused with ENOSYS and the kernel stops
   // sending it: walfs keeps no per-open state a close could end, and the
   // kernel still writes its cached pages back before close returns.

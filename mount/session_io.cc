@@ -4,6 +4,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string_view>
@@ -12,7 +13,9 @@
 
 #include "base/clock.h"
 #include "mount/control_dir.h"
+#include "base/messages.h"
 #include "mount/fuse_server.h"
+#include "mount/fuse_uring_abi.h"
 
 namespace walfs::mount {
 
@@ -85,19 +88,73 @@ ssize_t ReadRequest(int fd, void* buf, size_t len, void* userdata) {
   return n;
 }
 
-ssize_t WriteReply(int fd, struct iovec* iov, int count, void* userdata) {
-  Io(userdata).Replying(iov, count);
-  return ::writev(fd, iov, count);
+ssize_t WriteReplyTrampoline(int fd, struct iovec* iov, int count, void* userdata) {
+  return Io(userdata).WriteReply(fd, iov, count);
 }
 
 }  // namespace
 
 Status SessionIo::Attach(fuse_session* se) {
-  static const fuse_custom_io kIo = {.writev = WriteReply, .read = ReadRequest,
+  static const fuse_custom_io kIo = {.writev = WriteReplyTrampoline, .read = ReadRequest,
                                      .splice_receive = nullptr, .splice_send = nullptr};
+  se_ = se;
   const int rc = fuse_session_custom_io(se, &kIo, fuse_session_fd(se));
   if (rc != 0) return Status::FromErrno(-rc, "fuse_session_custom_io");
   return Status::Ok();
+}
+
+ssize_t SessionIo::WriteReply(int fd, struct iovec* iov, int count) {
+  Replying(iov, count);
+  UringTransport* uring = uring_.load(std::memory_order_acquire);
+  if (uring != nullptr && uring->Reply(iov, count)) {
+    ssize_t n = 0;
+    for (int i = 0; i < count; ++i) n += static_cast<ssize_t>(iov[i].iov_len);
+    return n;
+  }
+  const ssize_t n = ::writev(fd, iov, count);
+  // The INIT reply is in: the kernel now knows the rings were accepted
+  // (process_init_reply runs in this writev), and the lanes may register.
+  uring = uring_.load(std::memory_order_acquire);  // AmendInitReply may have made it
+  if (n > 0 && uring != nullptr && count >= 1 && iov[0].iov_len >= sizeof(fuse_out_header) &&
+      static_cast<const fuse_out_header*>(iov[0].iov_base)->unique == init_unique_.load(std::memory_order_relaxed) &&
+      uring_offered_.load(std::memory_order_relaxed)) {
+    uring->Start(uring_payload_bytes_.load(std::memory_order_relaxed));
+  }
+  return n;
+}
+
+void SessionIo::StopTransport() {
+  if (UringTransport* uring = uring_.load(std::memory_order_acquire)) uring->Stop();
+}
+
+std::string_view SessionIo::transport() const {
+  const UringTransport* uring = uring_.load(std::memory_order_acquire);
+  return uring != nullptr && uring->serving() ? "uring" : "dev";
+}
+
+bool SessionIo::PrepareRings() {
+  using enum Transport;
+  if (options_.transport == kDev || se_ == nullptr) return false;
+  if (!kernel_offers_uring_.load(std::memory_order_relaxed)) {
+    // The kernel offers the rings only while the fuse module's enable_uring
+    // is on (and only kernels from 6.14 have them).
+    Message(options_.transport == kUring ? Severity::kWarning : Severity::kInfo,
+            "serving FUSE requests through /dev/fuse: the kernel does not offer FUSE over io_uring (as root: echo Y "
+            "> /sys/module/fuse/parameters/enable_uring, before mounting; Linux 6.14 or later)");
+    return false;
+  }
+  Result<std::unique_ptr<UringTransport>> t =
+      UringTransport::Create(se_, fuse_session_fd(se_), this, {.lanes_per_queue = options_.uring_lanes});
+  if (!t.ok()) {
+    Message(Severity::kWarning, "serving FUSE requests through /dev/fuse: the io_uring rings could not be set up: {}",
+            t.status().message());
+    return false;
+  }
+  uring_owner_ = std::move(t).value();
+  uring_.store(uring_owner_.get(), std::memory_order_release);
+  Message(Severity::kInfo, "serving FUSE requests through io_uring: {} queues (one per CPU), {} lanes each",
+          uring_owner_->queues(), uring_owner_->lanes_per_queue());
+  return true;
 }
 
 bool SessionIo::KillSuidgid() { return serving.kill_suidgid; }
@@ -108,6 +165,15 @@ SessionIo::~SessionIo() {
 }
 
 void SessionIo::WorkerIdle() { busy_.fetch_sub(1, std::memory_order_relaxed); }
+
+void SessionIo::LaneBusy() {
+  const std::int32_t busy = busy_.fetch_add(1, std::memory_order_relaxed) + 1;
+  std::int32_t peak = busy_max_.load(std::memory_order_relaxed);
+  while (busy > peak && !busy_max_.compare_exchange_weak(peak, busy, std::memory_order_relaxed)) {
+  }
+}
+
+void SessionIo::LaneIdle() { busy_.fetch_sub(1, std::memory_order_relaxed); }
 
 void SessionIo::Reading() {
   if (busy_spell.io != nullptr) {
@@ -142,6 +208,7 @@ void SessionIo::Received(void* buf, std::size_t len) {
         const std::uint64_t flags =
             a->flags | ((a->flags & FUSE_INIT_EXT) ? std::uint64_t{a->flags2} << 32 : 0);
         kernel_offers_direct_io_mmap_.store((flags & kDirectIoAllowMmap) != 0, std::memory_order_relaxed);
+        kernel_offers_uring_.store((flags & fuse_uring::kOverIoUring) != 0, std::memory_order_relaxed);
       }
       init_unique_.store(in->unique, std::memory_order_relaxed);
       break;
@@ -190,6 +257,17 @@ void SessionIo::AmendInitReply(const struct iovec& arg) {
     init->flags2 |= static_cast<std::uint32_t>(kDirectIoAllowMmap >> 32);
     direct_io_mmap_.store(true, std::memory_order_relaxed);
   }
+  if (arg.iov_len >= offsetof(fuse_init_out, flags2) + sizeof init->flags2 && PrepareRings()) {
+    // The kernel's max_payload_sz, which every entry's payload buffer must
+    // hold: the larger of FUSE_MIN_READ_BUFFER, max_write and max_pages pages.
+    std::uint64_t payload = std::max<std::uint64_t>(8192, init->max_write);
+    if (arg.iov_len >= offsetof(fuse_init_out, max_pages) + sizeof init->max_pages && (init->flags & FUSE_MAX_PAGES))
+      payload = std::max<std::uint64_t>(payload, std::uint64_t{init->max_pages} * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE)));
+    uring_payload_bytes_.store(payload, std::memory_order_relaxed);
+    init->flags |= FUSE_INIT_EXT;
+    init->flags2 |= static_cast<std::uint32_t>(fuse_uring::kOverIoUring >> 32);
+    uring_offered_.store(true, std::memory_order_relaxed);
+  }
 }
 
 std::string SessionIo::StatsText() const {
@@ -210,7 +288,10 @@ std::string SessionIo::StatsText() const {
                           static_cast<double>(h.Percentile(0.99)) / 1e3);
   }
   const std::int64_t cpu_us = ProcessCpuNanos() / 1000;
-  return fmt::format(
+  const UringTransport* uring = uring_.load(std::memory_order_acquire);
+  const std::string transport =
+      fmt::format("fuse_transport {}\n{}", this->transport(), uring != nullptr ? uring->StatsText() : std::string());
+  return transport + fmt::format(
       "fuse_killpriv_v2 {}\nfuse_direct_io_mmap {}\nfuse_requests {}\n{}fuse_req_control {}\nfuse_service_us {}\n"
       "fuse_req_taken_last_waiter {}\nfuse_workers_busy_max {}\nfuse_daemon_cpu_us {}\n",
       killpriv_v2() ? 1 : 0, direct_io_mmap() ? 1 : 0, total, per_op,

@@ -17,6 +17,12 @@
 //  - FUSE_DIRECT_IO_ALLOW_MMAP, which libfuse 3.14 does not know either:
 //    without it the kernel refuses MAP_SHARED (ENODEV) on files walfs opens
 //    with FOPEN_DIRECT_IO, as it does near a full disk.
+//  - FUSE_OVER_IO_URING: when the kernel offers it (the fuse module's
+//    enable_uring) and Options::transport allows, the rings are made and
+//    the flag added to the INIT reply; once the reply is in, the ring lanes
+//    register and carry the requests (mount/uring_transport.h), handing
+//    each to libfuse as if read from /dev/fuse (Received, then
+//    fuse_session_process_buf) and taking its reply back (WriteReply).
 //
 // A request is read and handled by one worker thread, which replies before
 // it reads the next (walfs replies to every request in its handler), so the
@@ -33,7 +39,7 @@
 // from outside by walfs-requests (its `outside us/request` row).
 //
 //   fuse_session_mount(se, mountpoint);
-//   SessionIo::Attach(se);              // userdata: the FuseServer
+//   server.session_io().Attach(se);     // se's userdata: the FuseServer
 //   ... in a handler: if (SessionIo::KillSuidgid()) ...
 #pragma once
 
@@ -43,18 +49,29 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <string_view>
 
 #include "base/histogram.h"
 #include "base/status.h"
+#include "mount/uring_transport.h"
 
 namespace walfs::mount {
 
 class SessionIo {
  public:
+  // How requests reach the daemon (mount/uring_transport.h).  kAuto: the
+  // rings when the kernel offers them at INIT and they can be set up,
+  // /dev/fuse otherwise (said in one message line, with how to enable
+  // them); kUring: the same, but a kernel that does not offer them is a
+  // warning; kDev: /dev/fuse only.
+  enum class Transport { kAuto, kDev, kUring };
   struct Options {
     // Ask for FUSE_HANDLE_KILLPRIV_V2 when the kernel offers it.
     bool killpriv_v2 = true;
+    Transport transport = Transport::kAuto;
+    std::uint32_t uring_lanes = 4;  // lanes per ring queue (UringTransport::Options)
   };
   explicit SessionIo(Options options) : options_(options) {}
   // Forgets this thread's busy spell here: with -s the main thread served
@@ -63,9 +80,15 @@ class SessionIo {
   SessionIo(const SessionIo&) = delete;
   SessionIo& operator=(const SessionIo&) = delete;
 
-  // Routes the mounted session's I/O through `io` (its fd stays the
-  // session's).  `se`'s userdata must be a FuseServer whose session_io() is `io`.
-  static Status Attach(fuse_session* se);
+  // Routes the mounted session's I/O through this SessionIo (its fd stays
+  // the session's).  `se`'s userdata must be the FuseServer whose
+  // session_io() this is.
+  Status Attach(fuse_session* se);
+  // Stops the ring lanes (if any) and joins them: after the session loop,
+  // before the session is destroyed.
+  void StopTransport();
+  // "uring" once the kernel took the rings, else "dev".
+  std::string_view transport() const;
 
   // For the request the calling thread is serving: the kernel asked walfs to
   // clear setuid (and setgid, when group-executable) as part of it
@@ -97,11 +120,20 @@ class SessionIo {
   void Reading();
   void ReadDone();
   void WorkerIdle();
+  // A ring lane (mount/uring_transport.h) serves a request: counted busy
+  // like a /dev/fuse worker, from the request's arrival to its reply.
+  void LaneBusy();
+  void LaneIdle();
   void Received(void* buf, std::size_t len);
   void Replying(struct iovec* iov, int count);
+  // libfuse's writev: a reply to a request a ring carried goes back
+  // through the ring, anything else to /dev/fuse.
+  ssize_t WriteReply(int fd, struct iovec* iov, int count);
 
  private:
   void AmendInitReply(const struct iovec& arg);
+  // At INIT: the rings made ready to be offered, or why not (a message).
+  bool PrepareRings();
 
   static constexpr std::size_t kOpcodeSlots = 64;  // FUSE opcodes are < 52; the rest share the last
   static constexpr std::uint32_t kControlSlot = 0;  // opcode 0 does not exist: requests about /.walfs
@@ -117,6 +149,15 @@ class SessionIo {
   std::atomic<bool> kernel_offers_direct_io_mmap_{false};
   std::atomic<bool> direct_io_mmap_{false};
   std::array<OpStats, kOpcodeSlots> ops_;
+  fuse_session* se_ = nullptr;
+  std::atomic<bool> kernel_offers_uring_{false};
+  // Made at INIT when offered, started once the INIT reply is in; read by
+  // every reply after that (the pointer is set before INIT's reply is
+  // written, and never changes until StopTransport).
+  std::unique_ptr<UringTransport> uring_owner_;
+  std::atomic<UringTransport*> uring_{nullptr};
+  std::atomic<bool> uring_offered_{false};
+  std::atomic<std::uint64_t> uring_payload_bytes_{0};
   // Workers now in read(2) and now busy (see "Workers" above); the peak of
   // busy ones; requests taken when no other worker was left waiting.
   std::atomic<std::int32_t> waiting_{0};

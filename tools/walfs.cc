@@ -93,6 +93,8 @@ struct Config {
   int flush_requests = 0;
   int opendir_requests = 0;
   int no_killpriv_v2 = 0;
+  char* transport = nullptr;    // auto, dev or uring
+  char* uring_lanes = nullptr;  // lanes per ring queue; parsed whole
   int remount = 0;
   int help = 0;
   std::string bad_choice;  // set by ProcessArg: what is wrong with an io=/force_io= value
@@ -105,7 +107,7 @@ struct Config {
     for (char* p :
          {image, mountpoint, wake, commit, trace_wakeup, trace_recursion, attr_timeout, entry_timeout,
           negative_timeout, wb_reserve_mb, wb_push_ms, logbufs, logbsize, threads, trace_delay_us, trace_buffer_kb,
-          lazy_commit, zeroout_kb})
+          lazy_commit, zeroout_kb, transport, uring_lanes})
       free(p);
   }
 };
@@ -141,6 +143,8 @@ const fuse_opt kOptions[] = {
     WALFS_OPT("flush_requests", flush_requests),
     WALFS_OPT("opendir_requests", opendir_requests),
     WALFS_OPT("nokillpriv_v2", no_killpriv_v2),
+    WALFS_OPT("transport=%s", transport),
+    WALFS_OPT("uring_lanes=%s", uring_lanes),
     WALFS_OPT("-h", help),
     WALFS_OPT("--help", help),
     FUSE_OPT_END,
@@ -227,6 +231,11 @@ void Usage() {
       "                          writes its dirty pages back to walfs every MS: what a killed\n"
       "                          daemon can lose of them (0..60000, default 10; 0: the kernel's\n"
       "                          own write-back, about 30 s; needs root)\n"
+      "  -o transport=T          how FUSE requests reach walfs: auto (io_uring rings, one queue\n"
+      "                          per CPU, when the kernel offers them: the fuse module's\n"
+      "                          enable_uring; else /dev/fuse, said in one line), uring (the same,\n"
+      "                          warning when not offered) or dev (/dev/fuse only); default auto\n"
+      "  -o uring_lanes=N        requests each CPU's ring queue serves at once (1..64, default 4)\n"
       "  -o io=sync              pread/pwrite instead of io_uring (the default for an image in\n"
       "                          tmpfs or ramfs, where it is one thread hop fewer)\n"
       "  -o io=uring             io_uring wherever the image is\n"
@@ -520,6 +529,17 @@ int main(int argc, char** argv) {
   policy.skip_flush = cfg.flush_requests == 0;
   policy.skip_opendir = cfg.opendir_requests == 0;
   policy.killpriv_v2 = cfg.no_killpriv_v2 == 0;
+  if (cfg.transport != nullptr) {
+    const std::string_view t = cfg.transport;
+    if (t != "auto" && t != "dev" && t != "uring")
+      return UsageError(fmt::format("transport={}: auto, dev or uring", t));
+    policy.transport = t;
+  }
+  {
+    std::uint64_t lanes = policy.uring_lanes;
+    if (!ParseNumber("uring_lanes", cfg.uring_lanes, 1, 64, &lanes, "lanes per CPU")) return kUsageExit;
+    policy.uring_lanes = static_cast<std::uint32_t>(lanes);
+  }
   for (auto [name, text, field] : {std::tuple{"attr_timeout", cfg.attr_timeout, &policy.attr_timeout},
                                    std::tuple{"entry_timeout", cfg.entry_timeout, &policy.entry_timeout},
                                    std::tuple{"negative_timeout", cfg.negative_timeout, &policy.negative_timeout}}) {
@@ -636,7 +656,7 @@ int main(int argc, char** argv) {
   server.SetSession(se);
   server.LearnMount(cmd.mountpoint);
   server.SetOtherWorkersServe(!cmd.singlethread && cmd.max_threads > 1);
-  if (walfs::Status io = walfs::mount::SessionIo::Attach(se); !io.ok()) {
+  if (walfs::Status io = server.session_io().Attach(se); !io.ok()) {
     fuse_session_unmount(se);
     fuse_remove_signal_handlers(se);
     fuse_session_destroy(se);
@@ -679,6 +699,7 @@ int main(int argc, char** argv) {
   // instead of refusing (base/file_lock.h).
   walfs::MarkImageClosing();
   server.control().InterruptReaders();
+  server.session_io().StopTransport();  // the ring lanes, before the session they serve goes
   server.StopPolling();  // it notifies through the session
   server.StopWritebackPush();
   server.SetSession(nullptr);

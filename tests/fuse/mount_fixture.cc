@@ -107,6 +107,11 @@ std::string WalfsMount::Create(const std::string& prefix) {
 
 std::string WalfsMount::Mount(const std::vector<std::string>& extra) {
   std::vector<std::string> args{BinDir() + "/walfs", image_, mnt_, "-f"};
+  // $WALFS_FUSE_TRANSPORT (auto, dev, uring) runs every spec over one FUSE
+  // transport (mount/uring_transport.h); a spec's own -o transport= comes
+  // later and wins.
+  if (const char* t = std::getenv("WALFS_FUSE_TRANSPORT"); t != nullptr && *t != '\0')
+    args.insert(args.end(), {"-o", std::string("transport=") + t});
   for (const auto& o : config_.options) args.insert(args.end(), {"-o", o});
   for (const auto& o : extra) args.insert(args.end(), {"-o", o});
   std::vector<char*> argv;

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "tests/fuse/mount_fixture.h"
@@ -47,7 +48,13 @@ TEST_F(StaleMount, KilledDaemonLeavesADeadMountThatTheNextMountReportsAndDetache
   ASSERT_NO_FATAL_FAILURE(WriteDurably(Path("kept"), "fsynced before the kill\n"));
   KillDaemon();
   struct statfs sf {};  // stat may still be answered from the attribute cache
-  EXPECT_ERRNO(ENOTCONN, statfs(Root().c_str(), &sf));
+  // Over /dev/fuse the kernel fails it with ENOTCONN; over the io_uring
+  // rings a request that reached a queue as the daemon died is ended by the
+  // abort with ECONNABORTED (fs/fuse/dev_uring.c), the later ones ENOTCONN.
+  const int rc = statfs(Root().c_str(), &sf);
+  const int err = errno;
+  EXPECT_EQ(rc, -1);
+  EXPECT_TRUE(err == ENOTCONN || err == ECONNABORTED) << std::strerror(err);
 
   ASSERT_NO_FATAL_FAILURE(MountAgain());
   const std::string said = DaemonOutput();
@@ -135,7 +142,8 @@ TEST_F(StaleMount, ACachedWriterHearsOfAKilledDaemonAtOnce) {
   const double after_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - killed).count();
   close(fd);
-  EXPECT_EQ(err, ENOTCONN) << "writes still succeeded " << after_ms << " ms after the kill";
+  EXPECT_TRUE(err == ENOTCONN || err == ECONNABORTED)  // ECONNABORTED: over the rings (above)
+      << "writes still succeeded " << after_ms << " ms after the kill (errno " << err << ")";
   EXPECT_LT(after_ms, 500) << accepted << " writes were accepted after the kill";
   std::printf("the first write to fail did so %.1f ms after the kill; %ld were accepted before it\n", after_ms,
               accepted);

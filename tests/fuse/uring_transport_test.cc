@@ -1,0 +1,117 @@
+// FUSE over io_uring (mount/uring_transport.h, `-o transport=`,
+// `-o uring_lanes=`): when the kernel offers the rings (the fuse module's
+// enable_uring) requests travel them, one queue per CPU, and a request
+// that waits holds one lane of its queue, not the queue; when it does
+// not, the mount serves through /dev/fuse and says so in one line.  The
+// whole FUSE suite also runs over the rings in CI (WALFS_FUSE_TRANSPORT=uring
+// in scripts/test.sh); these are the specs of the transport itself.
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "tests/fuse/mount_fixture.h"
+
+namespace walfs::testing {
+namespace {
+
+bool KernelOffersRings() { return Slurp("/sys/module/fuse/parameters/enable_uring").starts_with("Y"); }
+
+std::string StatsText(const std::string& root) { return Slurp(root + "/.walfs/stats"); }
+
+void PinToCpu0() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  CPU_SET(0, &cpus);
+  ASSERT_EQ(pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus), 0);
+}
+
+class UringTransport : public MountedFs {
+ public:
+  static void SetUpTestSuite() { MountSuite({.options = {"transport=uring", "uring_lanes=2"}}); }
+};
+
+TEST_F(UringTransport, RequestsTravelTheRingsWhenTheKernelOffersThemAndTheMountSaysWhichItUses) {
+  WALFS_REQUIRE_WALFS();
+  const std::string messages = Slurp(Root() + "/.walfs/messages");
+  if (!KernelOffersRings()) {
+    EXPECT_NE(StatsText(Root()).find("fuse_transport dev\n"), std::string::npos);
+    EXPECT_NE(messages.find("serving FUSE requests through /dev/fuse: the kernel does not offer FUSE over io_uring"),
+              std::string::npos)
+        << messages;
+    GTEST_SKIP() << "the fuse module's enable_uring is off here: the fallback was checked, the rings were not";
+  }
+  EXPECT_NE(messages.find("serving FUSE requests through io_uring"), std::string::npos) << messages;
+  const long long before = StatValue(Root(), "fuse_uring_requests");
+  for (int i = 0; i < 50; ++i) {
+    const std::string name = Path("f" + std::to_string(i));
+    WriteFile(name, std::string(5000 + i, static_cast<char>('a' + i % 26)));
+    EXPECT_EQ(ReadFile(name), std::string(5000 + i, static_cast<char>('a' + i % 26)));
+    ASSERT_SYS(rename(name.c_str(), (name + ".r").c_str()));
+    if (i % 2 == 0) ASSERT_SYS(unlink((name + ".r").c_str()));
+  }
+  const std::string stats = StatsText(Root());
+  EXPECT_NE(stats.find("fuse_transport uring\n"), std::string::npos) << stats;
+  EXPECT_GE(StatValue(Root(), "fuse_uring_requests") - before, 150) << stats;
+  EXPECT_EQ(StatValue(Root(), "fuse_uring_lanes_per_queue"), 2);
+  EXPECT_EQ(StatValue(Root(), "fuse_uring_errors"), 0) << stats;
+  for (long long q = 0; q < StatValue(Root(), "fuse_uring_queues"); ++q)
+    EXPECT_NE(stats.find("fuse_uring_q" + std::to_string(q) + "_requests "), std::string::npos) << stats;
+}
+
+// A trace_pipe reader with no events to read waits in its handler for as
+// long as it reads: one lane of CPU 0's queue is held.  Everything else CPU
+// 0's callers ask must still be served, by the queue's other lane, while it
+// waits.  (With -o uring_lanes=1 the creates below wait for the reader's
+// timeout: the queue is stalled.)
+TEST_F(UringTransport, AWaitingRequestHoldsItsLaneNotItsQueue) {
+  WALFS_REQUIRE_WALFS();
+  if (!KernelOffersRings()) GTEST_SKIP() << "the fuse module's enable_uring is off here";
+  WriteFile(Root() + "/.walfs/events/enable", "0");
+  constexpr int kReaderSeconds = 4;
+  const auto start = std::chrono::steady_clock::now();
+  std::thread reader([this] {
+    const ToolRun r = RunTool("taskset -c 0 timeout " + std::to_string(kReaderSeconds) + " cat " + Root() +
+                              "/.walfs/trace_pipe");
+    EXPECT_EQ(r.exit_code, 124) << "the reader should still have been waiting when timeout ended it";
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the reader is in its read
+  double served_s = 0;
+  std::thread callers([&] {
+    PinToCpu0();
+    for (int i = 0; i < 100; ++i) {
+      const std::string name = Path("w" + std::to_string(i));
+      WriteFile(name, "x");
+      struct stat st {};
+      EXPECT_SYS(stat(name.c_str(), &st));
+    }
+    served_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
+  callers.join();
+  reader.join();
+  EXPECT_LT(served_s, kReaderSeconds - 1) << "CPU 0's requests waited for the reader";
+  // The lane the reader held is free again: its queue serves as before.
+  WriteFile(Path("after"), "y");
+  EXPECT_EQ(ReadFile(Path("after")), "y");
+}
+
+class DevTransport : public MountedFs {
+ public:
+  static void SetUpTestSuite() { MountSuite({.options = {"transport=dev"}}); }
+};
+
+TEST_F(DevTransport, TransportDevServesThroughDevFuseAlone) {
+  WALFS_REQUIRE_WALFS();
+  WriteFile(Path("a"), "through /dev/fuse");
+  EXPECT_EQ(ReadFile(Path("a")), "through /dev/fuse");
+  const std::string stats = StatsText(Root());
+  EXPECT_NE(stats.find("fuse_transport dev\n"), std::string::npos) << stats;
+  EXPECT_EQ(stats.find("fuse_uring_"), std::string::npos) << stats;
+  EXPECT_EQ(Slurp(Root() + "/.walfs/messages").find("io_uring"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace walfs::testing
