@@ -3,6 +3,9 @@
 # runs each job in order, stopping at the first that fails:
 #
 #   a. gcc     RelWithDebInfo            build/                 ctest
+#      uring   the gcc build again        build/                 ctest -L fuse, over the
+#              io_uring rings (WALFS_FUSE_TRANSPORT=uring; only where
+#              /sys/module/fuse/parameters/enable_uring is writable)
 #   b. asan    clang, address,undefined  build/variants/asan    ctest -LE peers
 #              -DWALFS_WERROR=ON (-Wthread-safety, STYLE.md rule 10)
 #   c. tsan    clang, thread             build/variants/tsan    ctest -LE peers
@@ -138,6 +141,25 @@ run_job() {
 
 run_job gcc build -- \
   -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
+
+# The FUSE suite again, every spec over the io_uring rings (issue 25;
+# mount/uring_transport.h).  The kernel offers them only while the fuse
+# module's enable_uring is on: as root this job turns it on for its run and
+# puts it back, so the other jobs serve through /dev/fuse (the default,
+# transport=auto, falls back to it) and both transports are covered.
+uring_param=/sys/module/fuse/parameters/enable_uring
+if [[ -w $uring_param ]]; then
+  uring_was=$(cat "$uring_param")
+  echo Y >"$uring_param"
+  uring_rc=0
+  run_job uring build --label fuse WALFS_FUSE_TRANSPORT=uring -- \
+    -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ || uring_rc=$?
+  echo "$uring_was" >"$uring_param"
+  ((uring_rc == 0)) || exit "$uring_rc"
+else
+  echo "test.sh: $uring_param is not writable (not root, or a kernel without FUSE over io_uring):" \
+    "the FUSE suite ran over /dev/fuse only"
+fi
 
 if ((quick)); then exit 0; fi
 
