@@ -147,21 +147,24 @@ void UringTransport::Stop() {
   }
   for (auto& lane : lanes_) {
     if (!lane->thread.joinable()) continue;
-    {
-      MutexLock l(&lane->sq_mu);
-      io_uring_sqe* sqe = io_uring_get_sqe(&lane->ring);
-      if (sqe != nullptr) {
-        io_uring_prep_nop(sqe);
-        io_uring_sqe_set_data64(sqe, kStopTag);
-        (void)io_uring_submit(&lane->ring);
-      }
-    }
+    Wake(lane.get(), kStopTag);
     lane->thread.join();
   }
   for (auto& lane : lanes_) {
     if (lane->ring_ready) io_uring_queue_exit(&lane->ring);
     lane->ring_ready = false;
   }
+}
+
+// A NOP through the lane's ring, which its thread sees as a completion
+// tagged `tag` (a thread waiting in io_uring_wait_cqe wakes for nothing else).
+void UringTransport::Wake(Lane* lane, std::uint64_t tag) {
+  MutexLock l(&lane->sq_mu);
+  io_uring_sqe* sqe = io_uring_get_sqe(&lane->ring);
+  if (sqe == nullptr) return;
+  io_uring_prep_nop(sqe);
+  io_uring_sqe_set_data64(sqe, tag);
+  (void)io_uring_submit(&lane->ring);
 }
 
 void UringTransport::Submit(Lane* lane, std::uint32_t cmd_op, std::uint64_t commit_id) {
@@ -327,13 +330,7 @@ bool UringTransport::Reply(const struct iovec* iov, int count) {
     // the kernel copies the next request in the lane's own task.
     foreign_replies_.fetch_add(1, std::memory_order_relaxed);
     lane->foreign_reply_ready.store(true, std::memory_order_release);
-    MutexLock l(&lane->sq_mu);
-    io_uring_sqe* sqe = io_uring_get_sqe(&lane->ring);
-    if (sqe != nullptr) {
-      io_uring_prep_nop(sqe);
-      io_uring_sqe_set_data64(sqe, kReplyReadyTag);
-      (void)io_uring_submit(&lane->ring);
-    }
+    Wake(lane, kReplyReadyTag);
   }
   return true;
 }

@@ -109,6 +109,7 @@ class UringTransport {
   void Serve(Lane* lane);
   void Commit(Lane* lane);
   void Submit(Lane* lane, std::uint32_t cmd_op, std::uint64_t commit_id) EXCLUDES(start_mu_);
+  void Wake(Lane* lane, std::uint64_t tag);
 
   fuse_session* const se_;
   const int fuse_fd_;
