@@ -30,6 +30,7 @@
 #include "fs/fsck_log.h"
 #include "fs/mkfs.h"
 #include "fs/posix_acl.h"
+#include "fs/super.h"
 #include "fs/super_copy.h"
 #include "journal/log.h"
 #include "journal/log_recover.h"
@@ -280,10 +281,7 @@ class Checker {
                               c->witnesses),
                   false};
     if (o_.repair) {
-      std::vector<std::byte> b(r_->sb.block_size);
-      EncodeSuperblock(r_->sb, b);
-      WALFS_RETURN_IF_ERROR(dev_->Write(0, b.data(), b.size()));
-      WALFS_RETURN_IF_ERROR(dev_->Flush());
+      WALFS_RETURN_IF_ERROR(WriteSuperblock(dev_, r_->sb));
       p.message += fmt::format(": superblock rebuilt from AG {}'s copy", c->agno);
       p.repaired = true;
     } else {

@@ -116,8 +116,7 @@ ssize_t SessionIo::WriteReply(int fd, struct iovec* iov, int count) {
   // (process_init_reply runs in this writev), and the lanes may register.
   uring = uring_.load(std::memory_order_acquire);  // AmendInitReply may have made it
   if (n > 0 && uring != nullptr && count >= 1 && iov[0].iov_len >= sizeof(fuse_out_header) &&
-      static_cast<const fuse_out_header*>(iov[0].iov_base)->unique == init_unique_.load(std::memory_order_relaxed) &&
-      uring_offered_.load(std::memory_order_relaxed)) {
+      static_cast<const fuse_out_header*>(iov[0].iov_base)->unique == init_unique_.load(std::memory_order_relaxed)) {
     uring->Start(uring_payload_bytes_.load(std::memory_order_relaxed));
   }
   return n;
@@ -266,7 +265,6 @@ void SessionIo::AmendInitReply(const struct iovec& arg) {
     uring_payload_bytes_.store(payload, std::memory_order_relaxed);
     init->flags |= FUSE_INIT_EXT;
     init->flags2 |= static_cast<std::uint32_t>(fuse_uring::kOverIoUring >> 32);
-    uring_offered_.store(true, std::memory_order_relaxed);
   }
 }
 

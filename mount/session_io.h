@@ -151,12 +151,12 @@ class SessionIo {
   std::array<OpStats, kOpcodeSlots> ops_;
   fuse_session* se_ = nullptr;
   std::atomic<bool> kernel_offers_uring_{false};
-  // Made at INIT when offered, started once the INIT reply is in; read by
+  // Made at INIT when offered (set: the flag went in the INIT reply),
+  // started once the INIT reply is in; read by
   // every reply after that (the pointer is set before INIT's reply is
   // written, and never changes until StopTransport).
   std::unique_ptr<UringTransport> uring_owner_;
   std::atomic<UringTransport*> uring_{nullptr};
-  std::atomic<bool> uring_offered_{false};
   std::atomic<std::uint64_t> uring_payload_bytes_{0};
   // Workers now in read(2) and now busy (see "Workers" above); the peak of
   // busy ones; requests taken when no other worker was left waiting.

@@ -290,6 +290,7 @@ bool UringTransport::Reply(const struct iovec* iov, int count) {
   fuse_out_header out;
   std::memcpy(&out, iov[0].iov_base, sizeof out);
   if (out.unique == 0) return false;  // a notification: /dev/fuse's
+  if (!serving()) return false;       // no lane carries anything (not started, or refused)
   Lane* lane = current_lane;
   if (lane == nullptr || lane->serving.load(std::memory_order_acquire) != out.unique) {
     lane = nullptr;
