@@ -1142,8 +1142,10 @@ std::string Filesystem::StatsText() const {
                      journal::LsnString(ls.ail.tail), ls.ail.pushes, ls.ail.log_forces);
   out += fmt::format("cil_commits {}\ncil_pushes {}\ncil_forces {}\ncil_forced_pushes {}\ncil_empty_forces {}\n",
                      ls.cil.commits, ls.cil.pushes, ls.cil.forces, ls.cil.forced_pushes, ls.cil.empty_forces);
-  out += fmt::format("cil_background_pushes {}\ncil_timed_pushes {}\ncil_seq {}\ncil_items {}\ncil_committed_seq {}\n",
-                     ls.cil.background_pushes, ls.cil.timed_pushes, ls.cil.seq, ls.cil.items, ls.cil.committed_seq);
+  out += fmt::format("cil_background_pushes {}\ncil_timed_pushes {}\ncil_seq {}\ncil_items {}\ncil_committed_seq {}\n"
+                     "cil_written_seq {}\n",
+                     ls.cil.background_pushes, ls.cil.timed_pushes, ls.cil.seq, ls.cil.items, ls.cil.committed_seq,
+                     ls.cil.written_seq);
   out += fmt::format(
       "cil_lazy_pushes {}\ncil_lazy_written {}\ncil_lazy_p50_us {}\ncil_lazy_p99_us {}\ncil_lazy_max_us {}\n"
       "cil_kick_flushes {}\n",

@@ -444,6 +444,7 @@ CilStats Cil::Stats() const {
   s.items = ctx_->entries.size();
   s.space_used = ctx_->item_bytes + ctx_->fund;
   s.committed_seq = committed_seq_;
+  s.written_seq = pushed_seq_;
   s.lazy_p50_ns = lazy_ns_.Percentile(0.5);
   s.lazy_p99_ns = lazy_ns_.Percentile(0.99);
   s.lazy_max_ns = lazy_ns_.Max();

@@ -112,6 +112,7 @@ struct CilStats {
   std::uint64_t checkpoint_bytes = 0;
   std::uint64_t max_checkpoint_bytes = 0;
   std::uint64_t committed_seq = 0;
+  std::uint64_t written_seq = 0;       // the last checkpoint whose records reached the image
 };
 
 class Cil {

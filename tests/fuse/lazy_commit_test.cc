@@ -29,14 +29,15 @@ class LazyCommit : public MountedFs {
   }
 
   // A little more than the delay, then until the CIL is empty and every lazy
-  // push has been written out (up to 5 s, for a loaded machine).  Returns
+  // push (every push: cil_written_seq) has been written out (up to 5 s, for a loaded machine).  Returns
   // the stats then.
   std::string WaitWrittenOut() {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     std::string s = ReadFile(Root() + "/.walfs/stats");
     while (!(StatIn(s, "cil_items") == 0 && StatIn(s, "cil_lazy_pushes") > 0 &&
-             StatIn(s, "cil_lazy_written") == StatIn(s, "cil_lazy_pushes")) &&
+             StatIn(s, "cil_lazy_written") == StatIn(s, "cil_lazy_pushes") &&
+             StatIn(s, "cil_written_seq") + 1 == StatIn(s, "cil_seq")) &&
            std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       s = ReadFile(Root() + "/.walfs/stats");
