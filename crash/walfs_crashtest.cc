@@ -11,15 +11,15 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "bench/common/report.h"
+#include "base/report.h"
 #include "crash/runner.h"
 #include "crash/short_workload.h"
 #include "tools/cli.h"
 
 namespace {
 
-using walfs::bench::Cell;
-using walfs::bench::Report;
+using walfs::Cell;
+using walfs::Report;
 using walfs::crash::RunOptions;
 using walfs::crash::RunResult;
 using walfs::crash::WorkloadKind;

@@ -20,7 +20,7 @@
 #include "bench/aim/timing.h"
 #include "bench/aim/workfile.h"
 #include "bench/aim/workspace.h"
-#include "bench/common/report.h"
+#include "base/report.h"
 #include "tools/cli.h"
 #include "tools/progress.h"
 

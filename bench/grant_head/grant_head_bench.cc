@@ -16,7 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "bench/common/report.h"
+#include "base/report.h"
 #include "bench/grant_head/workload.h"
 #include "journal/reservation.h"
 #include "tools/cli.h"

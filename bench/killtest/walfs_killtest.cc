@@ -27,7 +27,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "bench/common/report.h"
+#include "base/report.h"
 #include "bench/killtest/campaign.h"
 #include "tools/cli.h"
 

@@ -26,7 +26,7 @@
 #include "base/block_device_file.h"
 #include "base/clock.h"
 #include "base/histogram.h"
-#include "bench/common/report.h"
+#include "base/report.h"
 #include "journal/buf_item.h"
 #include "journal/log.h"
 #include "journal/transaction.h"

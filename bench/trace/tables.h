@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "bench/common/report.h"
+#include "base/report.h"
 #include "bench/trace/getuid_load.h"
 #include "bench/trace/lttng_compare.h"
 #include "bench/trace/signal_storm.h"

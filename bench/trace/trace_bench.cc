@@ -35,7 +35,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "bench/common/report.h"
+#include "base/report.h"
 #include "bench/trace/tables.h"
 #include "tracing/tracer.h"
 #include "tools/cli.h"

@@ -1,7 +1,8 @@
-// Report: a benchmark's result table, printed for people and written as
-// CSV and JSON for machines.  Every benchmark in bench/ uses it, so every one
-// accepts `--json PATH` / `--csv PATH` with the same shape: one JSON object
-// per table row, keyed by the column names.
+// Report: a result table, printed for people and written as CSV and JSON
+// for machines.  Every benchmark in bench/, the crash harness and
+// `walfs-trace stats` use it, so every one accepts `--json PATH` with the
+// same shape: one JSON object per table row, keyed by the column names (a
+// program with several tables writes an object of them, keyed by table).
 //
 //   Report r({"threads", "mode", "tx_per_s"});
 //   r.AddRow({Cell(4), Cell("wakeq"), Cell(123456.0, 0)});
@@ -12,12 +13,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
 #include "base/status.h"
 
-namespace walfs::bench {
+namespace walfs {
 
 // One value: text, an integer, or a number printed with `precision` decimals.
 struct Cell {
@@ -51,7 +53,10 @@ class Report {
   std::vector<std::vector<Cell>> rows_;
 };
 
+// Several tables in one JSON file: {"name": [rows...], ...}, in the order given.
+Status WriteJsonTables(const std::string& path, const std::vector<std::pair<std::string, const Report*>>& tables);
+
 // The median of `v` (the mean of the middle two for an even count); 0 if empty.
 double Median(std::vector<double> v);
 
-}  // namespace walfs::bench
+}  // namespace walfs

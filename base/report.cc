@@ -1,4 +1,4 @@
-#include "bench/common/report.h"
+#include "base/report.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -9,7 +9,7 @@
 
 #include "base/check.h"
 
-namespace walfs::bench {
+namespace walfs {
 
 std::string Cell::Text() const {
   if (const auto* s = std::get_if<std::string>(&value)) return *s;
@@ -55,20 +55,36 @@ Status Report::WriteCsv(const std::string& path) const {
   return Status::Ok();
 }
 
-Status Report::WriteJson(const std::string& path) const {
+namespace {
+
+nlohmann::json RowsJson(const Report& r) {
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& row : rows_) {
+  for (const auto& row : r.rows()) {
     nlohmann::json obj = nlohmann::json::object();
     for (std::size_t c = 0; c < row.size(); ++c) {
-      std::visit([&](const auto& v) { obj[columns_[c]] = v; }, row[c].value);
+      std::visit([&](const auto& v) { obj[r.columns()[c]] = v; }, row[c].value);
     }
     rows.push_back(std::move(obj));
   }
+  return rows;
+}
+
+Status WriteText(const std::string& path, const std::string& text) {
   std::ofstream f(path);
   if (!f) return Status::FromErrno(errno ? errno : EIO, "open " + path);
-  f << rows.dump(2) << '\n';
+  f << text << '\n';
   if (!f.flush()) return Status::IoError("write " + path);
   return Status::Ok();
+}
+
+}  // namespace
+
+Status Report::WriteJson(const std::string& path) const { return WriteText(path, RowsJson(*this).dump(2)); }
+
+Status WriteJsonTables(const std::string& path, const std::vector<std::pair<std::string, const Report*>>& tables) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, report] : tables) out[name] = RowsJson(*report);
+  return WriteText(path, out.dump(2));
 }
 
 double Median(std::vector<double> v) {
@@ -78,4 +94,4 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-}  // namespace walfs::bench
+}  // namespace walfs
