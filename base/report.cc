@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -57,10 +58,10 @@ Status Report::WriteCsv(const std::string& path) const {
 
 namespace {
 
-nlohmann::json RowsJson(const Report& r) {
-  nlohmann::json rows = nlohmann::json::array();
+nlohmann::ordered_json RowsJson(const Report& r) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const auto& row : r.rows()) {
-    nlohmann::json obj = nlohmann::json::object();
+    nlohmann::ordered_json obj = nlohmann::ordered_json::object();
     for (std::size_t c = 0; c < row.size(); ++c) {
       std::visit([&](const auto& v) { obj[r.columns()[c]] = v; }, row[c].value);
     }
@@ -82,9 +83,16 @@ Status WriteText(const std::string& path, const std::string& text) {
 Status Report::WriteJson(const std::string& path) const { return WriteText(path, RowsJson(*this).dump(2)); }
 
 Status WriteJsonTables(const std::string& path, const std::vector<std::pair<std::string, const Report*>>& tables) {
-  nlohmann::json out = nlohmann::json::object();
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
   for (const auto& [name, report] : tables) out[name] = RowsJson(*report);
   return WriteText(path, out.dump(2));
+}
+
+std::uint64_t NearestRank(const std::vector<std::uint64_t>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  const double n = static_cast<double>(sorted.size());
+  auto rank = static_cast<std::size_t>(std::ceil(std::clamp(q, 0.0, 1.0) * n));
+  return sorted[rank == 0 ? 0 : rank - 1];
 }
 
 double Median(std::vector<double> v) {

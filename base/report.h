@@ -56,6 +56,10 @@ class Report {
 // Several tables in one JSON file: {"name": [rows...], ...}, in the order given.
 Status WriteJsonTables(const std::string& path, const std::vector<std::pair<std::string, const Report*>>& tables);
 
+// The nearest-rank q-quantile (q in [0, 1]) of `sorted`, ascending: the
+// smallest value with at least q of the values at or below it; 0 if empty.
+std::uint64_t NearestRank(const std::vector<std::uint64_t>& sorted, double q);
+
 // The median of `v` (the mean of the middle two for an even count); 0 if empty.
 double Median(std::vector<double> v);
 

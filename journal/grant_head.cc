@@ -137,7 +137,7 @@ bool GrantHead::WakeLocked(std::int64_t* free, WakeQueue* wakeq) {
       continue;
     }
     if (t.signals_ > 0) Inc(&counters_.duplicate_wakes);
-    WALFS_TRACE(kTraceGrantWake, index_, t.tid(), t.need_);
+    WALFS_TRACE(kTraceGrantWake, index_, t.tid(), t.need_, static_cast<unsigned>(mode));
     ++t.signals_;
     BumpMax(&counters_.max_signals_per_cycle, t.signals_);
     Inc(&counters_.wakes_issued);
@@ -171,8 +171,8 @@ Status GrantHead::WaitLocked(Ticket* tic, std::int64_t need, WakeQueue* wakeq) {
       const std::int64_t waited = MonotonicNanos() - tic->enqueued_at_ns_;
       if (woken) {
         Inc(&counters_.useful_wakes);
-        WALFS_TRACE(kTraceGrantWakeup, index_, tic->tid(), 1);
-        WALFS_TRACE(kTraceGrantGranted, index_, tic->tid(), need, waited);
+        WALFS_TRACE(kTraceGrantWakeup, index_, tic->tid(), 1, ModeField());
+        WALFS_TRACE(kTraceGrantGranted, index_, tic->tid(), need, waited, ModeField());
       }
       grant_wait_ns_.Record(waited);
       DequeueLocked(tic);
@@ -180,13 +180,13 @@ Status GrantHead::WaitLocked(Ticket* tic, std::int64_t need, WakeQueue* wakeq) {
     }
     if (woken) {
       Inc(&counters_.futile_wakes);
-      WALFS_TRACE(kTraceGrantWakeup, index_, tic->tid(), 0);
+      WALFS_TRACE(kTraceGrantWakeup, index_, tic->tid(), 0, ModeField());
     }
     // We have run: the next wake pass may signal us again.
     tic->flags_ &= ~kTicketWaking;
     tic->signals_ = 0;
     Inc(&counters_.sleeps);
-    WALFS_TRACE(kTraceGrantSleep, index_, tic->tid(), need, FreeBytes(), waiters_.size());
+    WALFS_TRACE(kTraceGrantSleep, index_, tic->tid(), need, FreeBytes(), waiters_.size(), ModeField());
 
     lock_.Unlock();
     IssueWakes(wakeq);   // wakes our own wake pass collected, before we sleep
@@ -205,6 +205,8 @@ void GrantHead::DequeueLocked(Ticket* tic) {
   tic->waiter_ = nullptr;
 }
 
+unsigned GrantHead::ModeField() const { return static_cast<unsigned>(log_->wake_mode()); }
+
 void GrantHead::SignalNow(WaitToken* token) {
   Inc(lock_.HeldByCurrentThread() ? &counters_.signals_under_lock
                                   : &counters_.signals_after_unlock);
@@ -215,7 +217,7 @@ void GrantHead::IssueWakes(WakeQueue* wakeq) {
   if (wakeq->empty()) return;
   const std::size_t n = wakeq->size();
   wake_batch_.Record(static_cast<std::int64_t>(n));
-  WALFS_TRACE(kTraceWakeBatch, index_, n);
+  WALFS_TRACE(kTraceWakeBatch, index_, n, ModeField());
   Inc(lock_.HeldByCurrentThread() ? &counters_.signals_under_lock
                                   : &counters_.signals_after_unlock,
       n);

@@ -106,6 +106,8 @@ class GrantHead {
   void DequeueLocked(Ticket* tic) REQUIRES(lock_);
   void SignalNow(WaitToken* token);
   void IssueWakes(WakeQueue* wakeq);
+  // The wake mode as the `mode` field of this head's trace events.
+  unsigned ModeField() const;
 
   LogSpace* const log_;
   const std::string name_;

@@ -5,18 +5,23 @@ namespace walfs::journal {
 using tracing::EventKind;
 using tracing::FieldKind;
 
+// The grant-head events carry the wake mode (journal/wake_mode.h: 0 inline,
+// 1 waking, 2 wakeq) so a trace of several modes (grant_head_bench runs
+// them one after another) is told apart by `walfs-trace stats`; grant_bytes
+// carries the log's size, so the share of it in use is known.
+
 WALFS_TRACE_EVENT(kTraceReserve, "journal", "reserve", EventKind::kInstant, {"tid"}, {"unit"},
                   {"cnt"}, {"permanent"});
 WALFS_TRACE_EVENT(kTraceGrantSleep, "journal", "grant_sleep", EventKind::kInstant, {"head"},
-                  {"tid"}, {"need"}, {"free"}, {"queued"});
+                  {"tid"}, {"need"}, {"free"}, {"queued"}, {"mode"});
 WALFS_TRACE_EVENT(kTraceGrantWakeup, "journal", "grant_wakeup", EventKind::kInstant, {"head"},
-                  {"tid"}, {"got_space"});
+                  {"tid"}, {"got_space"}, {"mode"});
 WALFS_TRACE_EVENT(kTraceGrantGranted, "journal", "grant_granted", EventKind::kInstant, {"head"},
-                  {"tid"}, {"need"}, {"wait_ns"});
+                  {"tid"}, {"need"}, {"wait_ns"}, {"mode"});
 WALFS_TRACE_EVENT(kTraceGrantWake, "journal", "grant_wake", EventKind::kInstant, {"head"},
-                  {"tid"}, {"need"});
+                  {"tid"}, {"need"}, {"mode"});
 WALFS_TRACE_EVENT(kTraceWakeBatch, "journal", "wake_batch", EventKind::kInstant, {"head"},
-                  {"count"});
+                  {"count"}, {"mode"});
 WALFS_TRACE_EVENT(kTraceRegrant, "journal", "regrant", EventKind::kInstant, {"tid"}, {"cnt"},
                   {"waits"});
 WALFS_TRACE_EVENT(kTraceTicketRegrant, "journal", "ticket_regrant", EventKind::kInstant,
@@ -28,7 +33,7 @@ WALFS_TRACE_EVENT(kTraceReturnSpace, "journal", "return_space", EventKind::kInst
 WALFS_TRACE_EVENT(kTraceMoveTail, "journal", "move_tail", EventKind::kInstant, {"bytes"},
                   {"tail_space"});
 WALFS_TRACE_EVENT(kTraceGrantBytes, "journal", "grant_bytes", EventKind::kCounter, {"reserve"},
-                  {"write"}, {"tail_space"});
+                  {"write"}, {"tail_space"}, {"log_bytes"});
 WALFS_TRACE_EVENT(kTraceShutdown, "journal", "shutdown", EventKind::kInstant);
 
 WALFS_TRACE_EVENT(kTraceRecoverStart, "journal", "recover_start", EventKind::kInstant,

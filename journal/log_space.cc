@@ -139,7 +139,7 @@ void LogSpace::ReturnSpace(std::int64_t bytes) {
   reserve_head_.Sub(bytes);
   write_head_.Sub(bytes);
   WALFS_TRACE(kTraceReturnSpace, bytes, tail_space());
-  WALFS_TRACE(kTraceGrantBytes, reserve_head_.grant(), write_head_.grant(), tail_space());
+  WALFS_TRACE(kTraceGrantBytes, reserve_head_.grant(), write_head_.grant(), tail_space(), log_bytes_);
   // Free space is unchanged, but a waiter that checked inside the window
   // above saw it `bytes` too small and may have gone to sleep: wake it.
   SpaceWake();
@@ -151,7 +151,7 @@ void LogSpace::MoveTail(std::int64_t bytes) {
   // The tail cannot pass the AIL head.
   WALFS_CHECK_MSG(before >= bytes, "tail moved past the head");
   WALFS_TRACE(kTraceMoveTail, bytes, before - bytes);
-  WALFS_TRACE(kTraceGrantBytes, reserve_head_.grant(), write_head_.grant(), before - bytes);
+  WALFS_TRACE(kTraceGrantBytes, reserve_head_.grant(), write_head_.grant(), before - bytes, log_bytes_);
   SpaceWake();
 }
 

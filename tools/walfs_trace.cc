@@ -3,7 +3,9 @@
 //
 //   walfs-trace print [--header] FILE          ftrace-style text lines
 //   walfs-trace export --chrome OUT.json FILE  Chrome trace JSON for Perfetto UI
-//   walfs-trace stats FILE                     events per name, losses, time span
+//   walfs-trace stats [--json OUT] FILE        events per name, losses, time span;
+//                                              latency per FUSE op and caller; grant
+//                                              sleeps, wakes, forces, log space
 //   walfs-trace plot -o DIR [--title T] FILE   PNG figures (gnuplot): log space,
 //                                              grant waits, log writes, latencies
 //   walfs-trace record -o FILE [-e EVENTS] -- PROGRAM [ARGS]
@@ -37,7 +39,10 @@
 #include "base/status.h"
 #include "tools/cli.h"
 #include "tools/trace_record_mount.h"
+#include "base/report.h"
 #include "tracing/chrome_json.h"
+#include "tracing/log_space_story.h"
+#include "tracing/op_latency.h"
 #include "tracing/text_format.h"
 #include "tracing/trace_file.h"
 #include "tracing/trace_plot.h"
@@ -145,11 +150,21 @@ std::string WallClock(std::uint64_t unix_ns) {
   return buf;
 }
 
-int Stats(const std::string& path) {
+// The callers `stats` prints (all of them go to --json).
+constexpr std::size_t kCallersShown = 20;
+
+int Stats(const std::string& path, const std::string& json_path) {
   Result<std::unique_ptr<TraceFileReader>> reader = TraceFileReader::Open(path);
   if (!reader.ok()) return Fail(path, reader.status());
   TraceSummary sum;
-  Status s = ForEachEntry(reader->get(), [&](const TraceEntry& e) { sum.Add(e); });
+  OpLatency ops;
+  LogSpaceStory story;
+  const EventTable& events = (*reader)->events();
+  Status s = ForEachEntry(reader->get(), [&](const TraceEntry& e) {
+    sum.Add(e);
+    ops.Add(e, events);
+    story.Add(e, events);
+  });
   if (!s.ok()) return Fail(path, s);
   const TraceFileReader& r = **reader;
   const TraceFileInfo& info = r.info();
@@ -165,6 +180,39 @@ int Stats(const std::string& path) {
   if (r.skipped_sections() > 0)
     fmt::print("skipped:   {} unknown sections\n", r.skipped_sections());
   std::fputs(sum.Format(r.events()).c_str(), stdout);
+
+  // The answers: each table, or a line saying which events it needs.
+  const Report operations = ops.Operations();
+  std::size_t more_callers = 0;
+  const Report callers = ops.Callers(kCallersShown, &more_callers);
+  const Report heads = story.GrantHeads(), forces = story.Forces(), space = story.Space();
+  auto show = [](const Report& t, const char* title, const char* needs) {
+    if (t.rows().empty())
+      fmt::print("\n{}: none ({})\n", title, needs);
+    else
+      t.Print(stdout, title);
+  };
+  show(operations, "operations (FUSE requests served, by total time)", "no fs_*_exit records");
+  show(callers, "callers (the processes the requests came from, by total time)",
+       "no fs_*_exit records with caller_pid");
+  if (more_callers > 0) fmt::print("... and {} more callers (all of them in --json)\n", more_callers);
+  show(heads, "grant heads (reservations that slept for log space; wakes by wake mode)",
+       "no grant_sleep, grant_wake or wake_batch records");
+  show(forces, "log forces", "no log_force records");
+  show(space, "log space (in use: tail to the furthest grant head; above 75 % counts as nearly full)",
+       "no grant_bytes records with log_bytes");
+  std::fflush(stdout);
+  if (!json_path.empty()) {
+    const Report totals = sum.Totals(), per_event = sum.Events(r.events()), all_callers = ops.Callers();
+    Status w = WriteJsonTables(json_path, {{"summary", &totals},
+                                           {"events", &per_event},
+                                           {"operations", &operations},
+                                           {"callers", &all_callers},
+                                           {"grant_heads", &heads},
+                                           {"forces", &forces},
+                                           {"log_space", &space}});
+    if (!w.ok()) return Fail(json_path, w);
+  }
   return kExitOk;
 }
 
@@ -254,8 +302,12 @@ int main(int argc, char** argv) {
   exp->add_option("--chrome", chrome_out, "Output JSON file ('-' for standard output)")->required();
   exp->add_option("FILE", file, "Trace file")->required();
 
-  CLI::App* stats =
-      app.add_subcommand("stats", "Summarise a trace file: records per event, losses, time span");
+  std::string stats_json;
+  CLI::App* stats = app.add_subcommand(
+      "stats",
+      "Summarise a trace file: records per event and losses; latency per FUSE operation and per caller; "
+      "grant-head sleeps, waits and wakes; log forces; time with the log nearly full");
+  stats->add_option("--json", stats_json, "Also write every table to this file as JSON (one object per row)");
   stats->add_option("FILE", file, "Trace file")->required();
 
   std::string plot_dir, plot_title;
@@ -301,7 +353,7 @@ int main(int argc, char** argv) {
   if (auto code = walfs::cli::Parse(app, argc, argv)) return *code;
   if (print->parsed()) return Print(file, header);
   if (exp->parsed()) return ExportChrome(file, chrome_out);
-  if (stats->parsed()) return Stats(file);
+  if (stats->parsed()) return Stats(file, stats_json);
   if (plot->parsed()) return Plot(file, plot_dir, plot_title);
   if (record->parsed()) {
     if (!record_mount.empty())

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "base/report.h"
 #include "tracing/event_table.h"
 #include "tracing/reader.h"
 
@@ -36,6 +37,11 @@ class TraceSummary {
   // A human-readable report: totals, then one line per event (most frequent
   // first), names resolved through `events`.
   std::string Format(const EventTable& events) const;
+  // The same as tables, for --json: one row of totals (records, lost,
+  // lost_markers, threads, cpus, duration_s), and one row per event
+  // (event, count, share_pct), most frequent first.
+  Report Totals() const;
+  Report Events(const EventTable& events) const;
 
  private:
   std::uint64_t records_ = 0;

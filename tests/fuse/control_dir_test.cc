@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -192,6 +194,29 @@ TEST_F(ControlDir, RecordMountSavesTheTraceOfACommandAsOneTimeline) {
     ++lines;
   }
   EXPECT_GE(lines, 18u);
+  // stats answers from the same file: the 8 creates and the one mkdir the
+  // command made, each request's caller named.
+  const ToolRun stats = RunTool(BinDir() + "/walfs-trace stats " + out);
+  ASSERT_EQ(stats.exit_code, 0) << stats.out;
+  // The whitespace-separated cells of the first line whose cell `col` is `key`.
+  auto row = [&](std::size_t col, const std::string& key) {
+    std::istringstream lines(stats.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream words(line);
+      std::vector<std::string> cells{std::istream_iterator<std::string>(words), {}};
+      if (cells.size() > col && cells[col] == key) return cells;
+    }
+    return std::vector<std::string>{};
+  };
+  const std::vector<std::string> create = row(0, "create"), mkdir_op = row(0, "mkdir"), caller = row(1, "mkdir");
+  ASSERT_EQ(create.size(), 8u) << stats.out;
+  EXPECT_EQ(create[1], "8") << stats.out;
+  EXPECT_EQ(create[2], "0") << stats.out;
+  ASSERT_EQ(mkdir_op.size(), 8u) << stats.out;
+  EXPECT_EQ(mkdir_op[1], "1") << stats.out;
+  ASSERT_EQ(caller.size(), 6u) << "the mkdir process among the callers:\n" << stats.out;
+  EXPECT_EQ(caller[2], "2") << "its lookup and its mkdir:\n" << stats.out;
+  EXPECT_TRUE(caller[5] == "mkdir" || caller[5] == "lookup") << "its busiest operation:\n" << stats.out;
   unlink(out.c_str());
 }
 

@@ -11,7 +11,25 @@ trace=$dir/run.wtrace
 "$bin/walfs-trace" record -o "$trace" -e journal -- \
   "$bin/grant_head_bench" --threads 2 --locks mutex --modes wakeq --duration-ms 50 --reps 1 \
   > /dev/null
-"$bin/walfs-trace" stats "$trace" | grep -q '^journal_reserve '
+"$bin/walfs-trace" stats --json "$dir/stats.json" "$trace" > "$dir/stats"
+grep -q '^journal_reserve ' "$dir/stats"
+# The answers: the bench reserves through the grant heads, so the log-space
+# table has its samples; it serves no FUSE request, so the operations table
+# says which records it needs.  --json holds every table.
+grep -q '^log space ' "$dir/stats"
+grep -q '^operations (FUSE requests served, by total time): none (no fs_\*_exit records)' "$dir/stats"
+python3 - "$dir/stats.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert list(d) == ["summary", "events", "operations", "callers", "grant_heads", "forces", "log_space"], list(d)
+assert d["summary"][0]["records"] > 0 and d["summary"][0]["lost"] == 0, d["summary"]
+assert any(e["event"] == "journal_reserve" for e in d["events"])
+assert d["operations"] == [] and d["callers"] == []
+space = d["log_space"][0]
+assert space["samples"] > 0 and space["log_mib"] > 0 and 0 < space["peak_used_pct"] <= 100, space
+for row in d["grant_heads"]:
+    assert row["mode"] == "wakeq" and row["head"] in ("reserve", "write"), row
+PY
 "$bin/walfs-trace" print "$trace" > "$dir/text"
 grep -qE '^ +grant_head_benc-[0-9]+ +\[[0-9]{3}\] +[0-9]+\.[0-9]{6}: journal_reserve: tid=' "$dir/text"
 if grep -v '^ *grant_head_benc-' "$dir/text" | grep -q .; then
