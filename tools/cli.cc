@@ -84,6 +84,15 @@ CLI::Validator Positive() {
       "NUMBER>0");
 }
 
+int FileError(std::string_view program, std::string_view path, const Status& s) {
+  const std::string_view m = s.message();
+  if (m.starts_with(path))
+    fmt::print(stderr, "{}: {}\n", program, m);
+  else
+    fmt::print(stderr, "{}: {}: {}\n", program, path, m);
+  return 1;
+}
+
 int UsageError(std::string_view program, std::string_view what, int usage_exit) {
   fmt::print(stderr, "{}: {}; see {} --help\n", program, what, program);
   return usage_exit;

@@ -48,6 +48,12 @@ CLI::Validator Positive();
 // InvalidArgument saying what is wrong.
 Result<std::uint64_t> ParseSize(std::string_view text);
 
+// A file that cannot be used, as coreutils and trace-cmd say it: one line
+// "PROGRAM: PATH: what is wrong" on stderr (the status's message, without
+// its code name; PATH not repeated when the message starts with it).
+// Returns 1.
+int FileError(std::string_view program, std::string_view path, const Status& s);
+
 // Prints "PROGRAM: WHAT; see PROGRAM --help" on stderr and returns usage_exit.
 int UsageError(std::string_view program, std::string_view what, int usage_exit = kUsageExit);
 

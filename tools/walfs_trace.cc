@@ -38,11 +38,13 @@
 
 #include "base/status.h"
 #include "tools/cli.h"
+#include "tools/trace_list.h"
 #include "tools/trace_record_mount.h"
 #include "base/report.h"
 #include "tracing/chrome_json.h"
 #include "tracing/log_space_story.h"
 #include "tracing/op_latency.h"
+#include "tracing/trace_filter.h"
 #include "tracing/text_format.h"
 #include "tracing/trace_file.h"
 #include "tracing/trace_plot.h"
@@ -55,17 +57,8 @@ constexpr int kExitOk = 0;
 constexpr int kExitBadFile = 1;
 constexpr int kExitUsage = 2;
 
-// One plain line, as coreutils and trace-cmd print: "walfs-trace: PATH:
-// what is wrong" (strerror's words for a file that cannot be opened or
-// read), without the status's code name or errno number.
-int Fail(const std::string& path, const Status& s) {
-  const std::string_view m = s.message();
-  if (m.starts_with(path))
-    fmt::print(stderr, "walfs-trace: {}\n", m);
-  else
-    fmt::print(stderr, "walfs-trace: {}: {}\n", path, m);
-  return kExitBadFile;
-}
+// One plain line, as coreutils and trace-cmd print (cli::FileError).
+int Fail(const std::string& path, const Status& s) { return walfs::cli::FileError("walfs-trace", path, s); }
 
 void NoteTornTail(const std::string& path, const TraceFileReader& r) {
   if (r.torn_tail())
@@ -85,7 +78,7 @@ Status ForEachEntry(TraceFileReader* reader, Fn fn) {
   }
 }
 
-int Print(const std::string& path, bool header) {
+int Print(const std::string& path, bool header, const TraceFilter& filter) {
   if (header) {
     Result<std::unique_ptr<TraceFileReader>> counter = TraceFileReader::Open(path);
     if (!counter.ok()) return Fail(path, counter.status());
@@ -110,7 +103,16 @@ int Print(const std::string& path, bool header) {
     }
     if (chunk.empty()) break;
     out.clear();
-    for (const TraceEntry& e : chunk) AppendTextLine(e, events, &out, &tasks);
+    for (const TraceEntry& e : chunk) {
+      if (filter.empty()) {
+        AppendTextLine(e, events, &out, &tasks);
+        continue;
+      }
+      // Every caller's name is learnt, shown or not: a shown line names its caller.
+      if (e.type == TraceEntry::Type::kRecord)
+        if (const EventInfo* info = events.ById(e.record.event_id)) tasks.Observe(e, *info);
+      if (filter.Matches(e, events, tasks)) AppendTextLine(e, events, &out, &tasks);
+    }
     std::fwrite(out.data(), 1, out.size(), stdout);
   }
   std::fflush(stdout);
@@ -153,14 +155,24 @@ std::string WallClock(std::uint64_t unix_ns) {
 // The callers `stats` prints (all of them go to --json).
 constexpr std::size_t kCallersShown = 20;
 
-int Stats(const std::string& path, const std::string& json_path) {
+int Stats(const std::string& path, const std::string& json_path, const TraceFilter& filter) {
   Result<std::unique_ptr<TraceFileReader>> reader = TraceFileReader::Open(path);
   if (!reader.ok()) return Fail(path, reader.status());
   TraceSummary sum;
   OpLatency ops;
   LogSpaceStory story;
   const EventTable& events = (*reader)->events();
+  TaskNames tasks;  // for the filter's --comm
   Status s = ForEachEntry(reader->get(), [&](const TraceEntry& e) {
+    if (!filter.empty()) {
+      const EventInfo* info = e.type == TraceEntry::Type::kRecord ? events.ById(e.record.event_id) : nullptr;
+      if (info != nullptr) tasks.Observe(e, *info);
+      if (!filter.Matches(e, events, tasks)) {
+        // The callers table still learns every caller's name.
+        if (info != nullptr && info->subsystem == "fs" && info->name == "task") ops.Add(e, events);
+        return;
+      }
+    }
     sum.Add(e);
     ops.Add(e, events);
     story.Add(e, events);
@@ -291,9 +303,28 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string file;
 
+  // The record filters print and stats share (tracing/trace_filter.h).
+  std::vector<std::uint32_t> f_pids;
+  std::vector<std::string> f_comms;
+  std::vector<std::uint64_t> f_inos;
+  std::string f_events;
+  double f_from = -1, f_to = -1;
+  auto add_filters = [&](CLI::App* sub) {
+    sub->add_option("-p,--pid", f_pids, "Only these tasks (comma-separated): a caller, or the thread that recorded")
+        ->delimiter(',');
+    sub->add_option("-c,--comm", f_comms, "Only tasks of these names (comma-separated)")->delimiter(',');
+    sub->add_option("-e,--events", f_events,
+                    "Only these events: comma-separated subsystem, subsystem/event, or patterns such as 'fs_*_exit'");
+    sub->add_option("-i,--ino", f_inos, "Only records whose ino, parent or newparent is one of these")->delimiter(',');
+    sub->add_option("--from", f_from, "Only records at or after this time (seconds, as print shows them)")
+        ->check(CLI::NonNegativeNumber);
+    sub->add_option("--to", f_to, "Only records at or before this time (seconds)")->check(CLI::NonNegativeNumber);
+  };
+
   bool header = false;
   CLI::App* print = app.add_subcommand("print", "Print a trace file as ftrace-style text lines");
   print->add_flag("--header", header, "Start with ftrace's '# tracer: nop' header block");
+  add_filters(print);
   print->add_option("FILE", file, "Trace file")->required();
 
   std::string chrome_out;
@@ -308,7 +339,13 @@ int main(int argc, char** argv) {
       "Summarise a trace file: records per event and losses; latency per FUSE operation and per caller; "
       "grant-head sleeps, waits and wakes; log forces; time with the log nearly full");
   stats->add_option("--json", stats_json, "Also write every table to this file as JSON (one object per row)");
+  add_filters(stats);
   stats->add_option("FILE", file, "Trace file")->required();
+
+  std::string list_target;
+  CLI::App* list = app.add_subcommand(
+      "list", "List the events a trace file or a mounted walfs has, with their fields (and, on a mount, whether on)");
+  list->add_option("FILE|MNT", list_target, "Trace file, or a walfs mount point")->required();
 
   std::string plot_dir, plot_title;
   CLI::App* plot = app.add_subcommand(
@@ -344,16 +381,28 @@ int main(int argc, char** argv) {
   };
   if (argc > 1 && argv[1][0] != '-' && !known(argv[1]))
     return walfs::cli::UsageError(
-        "walfs-trace", fmt::format("unknown command '{}': expected print, export, stats, plot or record", argv[1]));
+        "walfs-trace", fmt::format("unknown command '{}': expected print, export, stats, list, plot or record", argv[1]));
   const std::string_view first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] == '-' && first != "-h" && first != "--help" && first != "--version" &&
       first != "-V")
     return walfs::cli::UsageError(
-        "walfs-trace", fmt::format("unknown option '{}': a command comes first (print, export, stats, plot or record)", first));
+        "walfs-trace", fmt::format("unknown option '{}': a command comes first (print, export, stats, list, plot or record)", first));
   if (auto code = walfs::cli::Parse(app, argc, argv)) return *code;
-  if (print->parsed()) return Print(file, header);
+  TraceFilter filter;
+  filter.pids.insert(f_pids.begin(), f_pids.end());
+  filter.comms.insert(f_comms.begin(), f_comms.end());
+  filter.inos.insert(f_inos.begin(), f_inos.end());
+  if (!f_events.empty())
+    if (walfs::Status st = filter.SetEvents(f_events); !st.ok())
+      return walfs::cli::UsageError("walfs-trace", fmt::format("--events: {}", st.message()));
+  if (f_from >= 0) filter.from_ns = static_cast<std::uint64_t>(f_from * 1e9);
+  if (f_to >= 0) filter.to_ns = static_cast<std::uint64_t>(f_to * 1e9);
+  if (filter.from_ns > filter.to_ns)
+    return walfs::cli::UsageError("walfs-trace", "--from is after --to");
+  if (print->parsed()) return Print(file, header, filter);
+  if (list->parsed()) return ListEvents(list_target);
   if (exp->parsed()) return ExportChrome(file, chrome_out);
-  if (stats->parsed()) return Stats(file, stats_json);
+  if (stats->parsed()) return Stats(file, stats_json, filter);
   if (plot->parsed()) return Plot(file, plot_dir, plot_title);
   if (record->parsed()) {
     if (!record_mount.empty())

@@ -220,6 +220,24 @@ TEST_F(ControlDir, RecordMountSavesTheTraceOfACommandAsOneTimeline) {
   unlink(out.c_str());
 }
 
+// walfs-trace list MNT: every event the mount has, its fields from the
+// format files, and whether it is on now.
+TEST_F(ControlDir, ListShowsAMountsEventsTheirFieldsAndWhetherEachIsOn) {
+  Put("events/enable", "0");
+  Put("events/journal/grant_sleep/enable", "1");
+  const ToolRun r = RunTool(BinDir() + "/walfs-trace list " + Root());
+  Put("events/enable", "0");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto line = [&](const std::string& name) {
+    const std::size_t at = r.out.find("\n" + name + " ");
+    return at == std::string::npos ? std::string() : r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+  };
+  EXPECT_TRUE(line("journal/grant_sleep").ends_with(" on     head tid need free queued mode"))
+      << line("journal/grant_sleep") << "\n" << r.out.substr(0, 3000);
+  EXPECT_TRUE(line("fs/task").ends_with(" off    caller_pid comm[16] tgid")) << r.out.substr(0, 3000);
+  EXPECT_TRUE(line("fs/lookup_enter").ends_with(" off    caller_pid ino name[24] name_len")) << r.out.substr(0, 3000);
+}
+
 TEST_F(ControlDir, RecordMountRefusesWhatIsNotAWalfsMountOrAnEvent) {
   const std::string out = ::testing::TempDir() + "walfs-record-bad.wtrace";
   ToolRun r = RunTool(BinDir() + "/walfs-trace record --mount /tmp -o " + out + " --duration 1");

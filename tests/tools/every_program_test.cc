@@ -76,7 +76,7 @@ TEST(EveryProgram, ABadOptionIsOneLineOnStderrAndTheUsageExitCode) {
 // strerror's words (as cat and trace-cmd say), no status code name or errno
 // number.
 TEST(EveryProgram, AMissingTraceFileIsOnePlainLine) {
-  for (const char* command : {"print", "stats"}) {
+  for (const char* command : {"print", "stats", "list"}) {
     ToolRun r = RunTool("{ " + Bin("walfs-trace") + " " + command + " /nonexistent/t.wtrace 2>&1 >/dev/null; }");
     EXPECT_EQ(r.exit_code, 1) << command;
     EXPECT_EQ(r.out, "walfs-trace: /nonexistent/t.wtrace: No such file or directory\n") << command;

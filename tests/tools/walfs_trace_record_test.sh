@@ -30,6 +30,25 @@ assert space["samples"] > 0 and space["log_mib"] > 0 and 0 < space["peak_used_pc
 for row in d["grant_heads"]:
     assert row["mode"] == "wakeq" and row["head"] in ("reserve", "write"), row
 PY
+# list: the file's catalogue, one event a line with its kind and fields.
+"$bin/walfs-trace" list "$trace" > "$dir/list"
+grep -qE '^journal/reserve +instant +tid unit cnt permanent$' "$dir/list"
+grep -qE '^journal/grant_bytes +counter +reserve write tail_space log_bytes$' "$dir/list"
+if "$bin/walfs-trace" list "$dir/nosuch.wtrace" 2> "$dir/err"; then
+  echo "list of a missing file succeeded" >&2
+  exit 1
+fi
+grep -q 'nosuch.wtrace: No such file or directory' "$dir/err"
+# print's filters: one event, and a time window that holds nothing.
+"$bin/walfs-trace" print -e journal/reserve "$trace" > "$dir/reserve"
+if [[ ! -s "$dir/reserve" ]] || grep -v ': journal_reserve: ' "$dir/reserve"; then
+  echo "print -e journal/reserve printed nothing, or other events (above)" >&2
+  exit 1
+fi
+if [[ -n "$("$bin/walfs-trace" print --from 0 --to 0 "$trace")" ]]; then
+  echo "print --from 0 --to 0 printed records" >&2
+  exit 1
+fi
 "$bin/walfs-trace" print "$trace" > "$dir/text"
 grep -qE '^ +grant_head_benc-[0-9]+ +\[[0-9]{3}\] +[0-9]+\.[0-9]{6}: journal_reserve: tid=' "$dir/text"
 if grep -v '^ *grant_head_benc-' "$dir/text" | grep -q .; then
@@ -66,4 +85,4 @@ if "$bin/walfs-trace" record -o "$dir/none.wtrace" -- true 2> "$dir/err"; then
   exit 1
 fi
 grep -q 'does it link the walfs tracer' "$dir/err"
-echo "walfs-trace record/print/stats/export/plot: ok"
+echo "walfs-trace record/list/print/stats/export/plot: ok"
