@@ -13,6 +13,7 @@
 #include "mount/control_files.h"
 #include "tracing/event.h"
 #include "tracing/event_table.h"
+#include "tracing/marker.h"
 #include "tracing/raw_reader.h"
 #include "tracing/reader.h"
 #include "tracing/trace_file.h"
@@ -36,6 +37,9 @@ enum class Kind : std::uint8_t {
   kSubsystemEnable,  // events/<subsystem>/enable
   kEventEnable,      // events/<subsystem>/<event>/enable
   kEventFormat,      // events/<subsystem>/<event>/format
+  kEventFilter,      // events/<subsystem>/<event>/filter
+  kSetEvent,         // set_event
+  kTraceMarker,      // trace_marker
   kOption,
   kExtra,  // one of Sources::files
 };
@@ -83,7 +87,7 @@ struct ControlNode {
   bool anyone_writes = false;     // extras that say so (sync)
   ControlOption option = ControlOption::kWakeup;  // kOption
   std::size_t extra = 0;                           // kExtra: index in Sources::files
-  const tracing::EventDef* event = nullptr;  // kEventDir, kEventEnable, kEventFormat
+  const tracing::EventDef* event = nullptr;  // kEventDir, kEventEnable, kEventFormat, kEventFilter
   std::string subsystem;                     // kSubsystemDir, kSubsystemEnable
   std::uint64_t ino = 0;
   std::uint64_t parent = 0;
@@ -141,6 +145,8 @@ ControlDir::ControlDir(Sources sources)
   AddLocked(root, MakeNode("trace_pipe", Kind::kTracePipe));
   AddLocked(root, MakeNode("trace_pipe_raw", Kind::kTracePipeRaw));
   AddLocked(root, MakeNode("tracing_on", Kind::kTracingOn, true));
+  AddLocked(root, MakeNode("trace_marker", Kind::kTraceMarker, true));
+  AddLocked(root, MakeNode("set_event", Kind::kSetEvent, true));
   events_dir_ = AddLocked(root, MakeNode("events", Kind::kDir));
   AddLocked(events_dir_, MakeNode("enable", Kind::kAllEnable, true));
   const std::uint64_t options = AddLocked(root, MakeNode("options", Kind::kDir));
@@ -204,6 +210,9 @@ void ControlDir::SyncCatalogueLocked() {
     auto format = MakeNode("format", Kind::kEventFormat);
     format->event = e;
     AddLocked(ino, std::move(format));
+    auto filter = MakeNode("filter", Kind::kEventFilter, true);
+    filter->event = e;
+    AddLocked(ino, std::move(filter));
   }
 }
 
@@ -300,6 +309,8 @@ Result<ControlDir::Opened> ControlDir::Open(std::uint64_t ino, int flags, std::u
     h->subsystem = n->subsystem;
   }
   if (h->kind == Kind::kTrace && h->writable && (flags & O_TRUNC)) src_.tracer->Clear();
+  // `echo x > set_event` starts from nothing enabled; `>>` adds (tracefs).
+  if (h->kind == Kind::kSetEvent && h->writable && (flags & O_TRUNC)) tracing::Catalogue::Get().SetAllEnabled(false);
   {
     MutexLock hl(&h->mu);
     if (h->kind == Kind::kTracePipe) h->reader = std::make_unique<tracing::TraceReader>(src_.tracer);
@@ -334,6 +345,7 @@ Status ControlDir::Truncate(std::uint64_t ino, std::uint32_t caller_uid) {
     kind = n->kind;
   }
   if (kind == Kind::kTrace) src_.tracer->Clear();
+  if (kind == Kind::kSetEvent) tracing::Catalogue::Get().SetAllEnabled(false);
   return Status::Ok();
 }
 
@@ -413,9 +425,13 @@ bool ControlDir::Readable(std::uint64_t handle) {
 }
 
 Result<std::size_t> ControlDir::Write(std::uint64_t handle, std::uint64_t /*offset*/,
-                                      std::string_view data) {
+                                      std::string_view data, std::uint32_t caller_pid) {
   std::shared_ptr<Handle> h = FindHandle(handle);
   if (h == nullptr || !h->writable) return BadHandle(handle);
+  if (h->kind == Kind::kTraceMarker) {  // the text as written, not a value
+    tracing::WriteMarker(caller_pid, data);
+    return data.size();
+  }
   WALFS_RETURN_IF_ERROR(Apply(*h, TrimValue(data)));
   MutexLock l(&h->mu);
   h->have_text = false;
@@ -450,6 +466,9 @@ std::string ControlDir::Render(const Handle& h) const {
     case Kind::kSubsystemEnable: return EnableText(cat.Events(), h.subsystem);
     case Kind::kEventEnable: return h.event->enabled() ? "1\n" : "0\n";
     case Kind::kEventFormat: return FormatText(*h.event);
+    case Kind::kEventFilter: return cat.FilterText(*h.event) + "\n";
+    case Kind::kSetEvent: return SetEventText(cat.Events());
+    case Kind::kTraceMarker: return {};  // write-only in effect, as tracefs's
     case Kind::kOption:
       if (h.option == ControlOption::kGrantWake) return src_.get_grant_wake() + "\n";
       return TracerOptionText(h.option, src_.tracer->options());
@@ -472,6 +491,13 @@ Status ControlDir::Apply(const Handle& h, std::string_view value) {
       return Status::Ok();
     case Kind::kOption: return ApplyOption(h.option, value);
     case Kind::kExtra: return src_.files[h.extra].write(value);
+    case Kind::kEventFilter: return cat.SetFilter(*h.event, value);
+    case Kind::kSetEvent: {
+      std::vector<std::pair<const tracing::EventDef*, bool>> changes;
+      WALFS_ASSIGN_OR_RETURN(changes, ParseSetEvent(cat.Events(), value));
+      for (const auto& [e, on] : changes) WALFS_RETURN_IF_ERROR(cat.SetEnabled(e->subsystem(), e->name(), on));
+      return Status::Ok();
+    }
     default: break;
   }
   bool on = false;

@@ -14,8 +14,9 @@
 //
 // The tree (every file's size is 0, as in procfs: readers read to EOF):
 //
-//   README  stats  trace  trace_pipe  tracing_on  [Sources::files...]
-//   events/enable  events/<subsystem>/enable  events/<subsystem>/<event>/{enable,format}
+//   README  stats  trace  trace_pipe  trace_pipe_raw  tracing_on  trace_marker  set_event
+//   [Sources::files...]
+//   events/enable  events/<subsystem>/enable  events/<subsystem>/<event>/{enable,format,filter}
 //   options/{wakeup,wakeup_delay_us,buffer_percent,safety_timeout_ms,recursion,
 //            overwrite,buffer_size_kb,trace_clock,grant_wake}
 //
@@ -151,8 +152,10 @@ class ControlDir {
   // Each write is one whole value, whatever its offset (tracefs): trailing
   // whitespace is ignored, an invalid value is InvalidArgument (EINVAL) and
   // changes nothing.  Returns data.size().  EBADF without write access.
-  Result<std::size_t> Write(std::uint64_t handle, std::uint64_t offset, std::string_view data)
-      EXCLUDES(mu_);
+  // trace_marker takes the text as written (tracing/marker.h), recorded for
+  // `caller_pid`, the writing process.
+  Result<std::size_t> Write(std::uint64_t handle, std::uint64_t offset, std::string_view data,
+                            std::uint32_t caller_pid = 0) EXCLUDES(mu_);
   // For poll: would Read return data without waiting.  trace_pipe pulls
   // pending events into the handle to answer; other files are always ready.
   bool Readable(std::uint64_t handle) EXCLUDES(mu_);

@@ -33,6 +33,10 @@ const std::string_view kControlReadmeFiles =
     "  events/<subsystem>/enable          1/0/X for one subsystem\n"
     "  events/<subsystem>/<event>/enable  1/0 for one event\n"
     "  events/<subsystem>/<event>/format  the record layout and print format\n"
+    "  events/<subsystem>/<event>/filter  e.g. 'caller_pid == 4711 && ino == 12'; 0 = none\n"
+    "  set_event           the enabled events (subsystem:event); write names to enable,\n"
+    "                      !names to disable, > (O_TRUNC) first disables every event\n"
+    "  trace_marker        a line written here is recorded in the trace (user_marker)\n"
     "  options/wakeup             immediate | deferred\n"
     "  options/wakeup_delay_us    deferred wakeup delay\n"
     "  options/buffer_percent     early wakeup watermark, 0 = off\n"
@@ -75,6 +79,41 @@ std::string EnableText(const std::vector<const tracing::EventDef*>& events,
     (e->enabled() ? any_on : any_off) = true;
   }
   return any_on && any_off ? "X\n" : any_on ? "1\n" : "0\n";
+}
+
+std::string SetEventText(const std::vector<const tracing::EventDef*>& events) {
+  std::string out;
+  for (const tracing::EventDef* e : events)
+    if (e->enabled()) out += fmt::format("{}:{}\n", e->subsystem(), e->name());
+  return out;
+}
+
+Result<std::vector<std::pair<const tracing::EventDef*, bool>>> ParseSetEvent(
+    const std::vector<const tracing::EventDef*>& events, std::string_view value) {
+  std::vector<std::pair<const tracing::EventDef*, bool>> changes;
+  std::size_t at = 0;
+  while (at < value.size()) {
+    const std::size_t begin = value.find_first_not_of(" \t\n", at);
+    if (begin == std::string_view::npos) break;
+    const std::size_t end = std::min(value.find_first_of(" \t\n", begin), value.size());
+    std::string_view item = value.substr(begin, end - begin);
+    at = end;
+    const bool on = !item.starts_with('!');
+    if (!on) item.remove_prefix(1);
+    const std::size_t colon = item.find(':');
+    std::string_view subsystem = item.substr(0, colon);
+    std::string_view name = colon == std::string_view::npos ? "*" : item.substr(colon + 1);
+    if (subsystem.empty() || name.empty())
+      return Status::InvalidArgument(fmt::format("set_event: '{}' is not subsystem:event", item));
+    bool matched = false;
+    for (const tracing::EventDef* e : events)
+      if ((subsystem == "*" || e->subsystem() == subsystem) && (name == "*" || e->name() == name)) {
+        changes.emplace_back(e, on);
+        matched = true;
+      }
+    if (!matched) return Status::InvalidArgument(fmt::format("set_event: no event matches '{}'", item));
+  }
+  return changes;
 }
 
 std::string FormatText(const tracing::EventDef& e) {

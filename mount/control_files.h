@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -67,6 +68,16 @@ Result<std::uint32_t> ParseControlU32(std::string_view s);
 // when mixed, as tracefs prints.
 std::string EnableText(const std::vector<const tracing::EventDef*>& events,
                        std::string_view subsystem);
+
+// set_event (tracefs's): the enabled events, one "subsystem:event" a line.
+std::string SetEventText(const std::vector<const tracing::EventDef*>& events);
+// A write to set_event: blank-separated items, each "subsystem:event",
+// "subsystem:*", "subsystem", "*:event" or "*:*" ("*" alone too), with a
+// leading '!' to disable instead of enable.  The changes, in order, or
+// InvalidArgument naming the first item that matches no event (then
+// nothing changes).
+Result<std::vector<std::pair<const tracing::EventDef*, bool>>> ParseSetEvent(
+    const std::vector<const tracing::EventDef*>& events, std::string_view value);
 
 // events/<subsystem>/<event>/format: tracefs's layout for our fixed 64-byte
 // record (common fields, then the event's at offset 16 + 8 i) and a printf

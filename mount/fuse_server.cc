@@ -333,7 +333,8 @@ std::int64_t BlocksOf(FuseServer* s, fuse_ino_t ino) {
 void Write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
   FuseServer* s = Server(req);
   if (ControlDir::IsControlIno(ino)) {
-    Result<std::size_t> n = s->control().Write(fi->fh, static_cast<std::uint64_t>(off), std::string_view(buf, size));
+    Result<std::size_t> n = s->control().Write(fi->fh, static_cast<std::uint64_t>(off), std::string_view(buf, size),
+                                               static_cast<std::uint32_t>(fuse_req_ctx(req)->pid));
     if (!n.ok()) return ReplyErr(req, n.status());
     return (void)fuse_reply_write(req, *n);
   }

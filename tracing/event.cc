@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "tracing/env_record.h"
+#include "tracing/event_filter.h"
 
 namespace walfs::tracing {
 
@@ -124,6 +125,30 @@ std::vector<std::string> Catalogue::Subsystems() const {
   for (const EventDef* e : events_)
     if (std::find(out.begin(), out.end(), e->subsystem_) == out.end()) out.emplace_back(e->subsystem_);
   return out;
+}
+
+Status Catalogue::SetFilter(const EventDef& event, std::string_view text) {
+  EventDef* target = nullptr;
+  MutexLock l(&mu_);
+  for (EventDef* e : events_)
+    if (e == &event) target = e;
+  if (target == nullptr) return Status::NotFound("no such trace event: " + event.full_name());
+  if (text == "0") {
+    target->filter_.store(nullptr, std::memory_order_release);
+    return Status::Ok();
+  }
+  std::unique_ptr<EventFilter> parsed;
+  WALFS_ASSIGN_OR_RETURN(parsed, EventFilter::Parse(text, event));
+  const std::string key = event.full_name() + "\n" + parsed->text();
+  auto it = filters_.find(key);
+  if (it == filters_.end()) it = filters_.emplace(key, std::move(parsed)).first;
+  target->filter_.store(it->second.get(), std::memory_order_release);
+  return Status::Ok();
+}
+
+std::string Catalogue::FilterText(const EventDef& event) const {
+  const EventFilter* f = event.filter();
+  return f == nullptr ? "none" : f->text();
 }
 
 Status Catalogue::SetEnabled(std::string_view subsystem, std::string_view name, bool on) {

@@ -19,6 +19,8 @@
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,6 +31,8 @@
 #include "tracing/record.h"
 
 namespace walfs::tracing {
+
+class EventFilter;
 
 enum class FieldKind : std::uint8_t {
   kU64 = 0,  // printed in decimal
@@ -89,6 +93,8 @@ class EventDef {
 
   bool active() const { return active_.load(std::memory_order_relaxed); }
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+  // The filter a record must pass to be written (event_filter.h); null: none.
+  const EventFilter* filter() const { return filter_.load(std::memory_order_acquire); }
 
   // Records the event (callers go through WALFS_TRACE, which checks active()).
   template <typename... Args>
@@ -110,6 +116,7 @@ class EventDef {
   std::uint16_t id_ = 0;
   std::atomic<bool> enabled_{false};
   std::atomic<bool> active_{false};  // enabled_ && tracing on
+  std::atomic<const EventFilter*> filter_{nullptr};  // owned by the Catalogue
 };
 
 // The process-wide list of events.  Ids are assigned in registration order
@@ -129,6 +136,11 @@ class Catalogue {
   Status SetEnabled(std::string_view subsystem, std::string_view name, bool on);
   Status SetSubsystemEnabled(std::string_view subsystem, bool on);
   void SetAllEnabled(bool on);
+  // Installs a filter on one event (event_filter.h's grammar); "0" removes
+  // it.  InvalidArgument for text that does not parse; the event keeps its
+  // filter then.  FilterText: the installed text, or "none".
+  Status SetFilter(const EventDef& event, std::string_view text);
+  std::string FilterText(const EventDef& event) const;
 
   // Enables every event, present and future, that matches one of
   // `patterns` ("all", "subsystem" or "subsystem/event"): events registered
@@ -148,6 +160,9 @@ class Catalogue {
   mutable Mutex mu_;
   std::vector<EventDef*> events_ GUARDED_BY(mu_);  // index = id - 1
   std::vector<std::string> auto_enable_ GUARDED_BY(mu_);
+  // Every filter installed, by event and text: never freed (a thread may be
+  // evaluating one as it is replaced; events outlive main()).
+  std::map<std::string, std::unique_ptr<EventFilter>, std::less<>> filters_ GUARDED_BY(mu_);
   bool AutoEnabledLocked(const EventDef* event) const REQUIRES(mu_);
   std::atomic<bool> tracing_on_{true};
 };

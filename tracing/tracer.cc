@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/futex.h"
 #include "tracing/clock.h"
+#include "tracing/event_filter.h"
 #include "tracing/thread_state.h"
 
 namespace walfs::tracing {
@@ -58,7 +59,17 @@ void Add(RingCounters* to, const RingCounters& c) {
 
 ThreadState& CurrentThreadState() { return tls_state; }
 
+namespace {
+// The calling thread's id, for filters on common_pid (looked up once).
+std::uint32_t FilterTid() {
+  thread_local const auto tid = static_cast<std::uint32_t>(::gettid());
+  return tid;
+}
+}  // namespace
+
 void EventDef::CommitEvent(const EventDef& event, const std::uint64_t* values) {
+  // Filtered before anything is written: a record that fails costs no ring space.
+  if (const EventFilter* f = event.filter(); f != nullptr && !f->Matches(values, FilterTid())) return;
   Tracer::Get().Commit(event, values);
 }
 
@@ -404,6 +415,7 @@ TracerStats Tracer::Stats() {
 
 void Tracer::ResetForTesting() {
   Catalogue::Get().SetAllEnabled(false);
+  for (const EventDef* e : Catalogue::Get().Events()) WALFS_CHECK(Catalogue::Get().SetFilter(*e, "0").ok());
   Catalogue::Get().SetTracingOn(true);
   WALFS_CHECK(SetOptions(TracerOptions{}).ok());
   {

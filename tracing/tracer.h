@@ -79,7 +79,7 @@ class Tracer {
   // The trace clock, in nanoseconds on the CLOCK_MONOTONIC time base.
   std::int64_t NowNs() const;
 
-  // Back to a fresh state for a test: defaults, every event disabled,
+  // Back to a fresh state for a test: defaults, every event disabled and unfiltered,
   // tracing on, all rings retired and dropped, counters zero.
   void ResetForTesting();
 

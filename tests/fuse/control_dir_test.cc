@@ -220,6 +220,35 @@ TEST_F(ControlDir, RecordMountSavesTheTraceOfACommandAsOneTimeline) {
   unlink(out.c_str());
 }
 
+// set_event, a per-event filter and trace_marker through the mount, as a
+// shell user drives them: `echo > set_event` selects, the filter keeps
+// only what passes before it is written, and a marker line shows up under
+// the process that wrote it.
+TEST_F(ControlDir, SetEventFilterAndMarkerWorkFromTheShell) {
+  Put("events/enable", "0");
+  Put("trace", "");
+  ASSERT_EQ(RunTool("echo fs:mkdir_enter > " + ctl_ + "/set_event").exit_code, 0);
+  EXPECT_EQ(ReadFile(ctl_ + "/set_event"), "fs:mkdir_enter\n");
+  ASSERT_SYS(mkdir(Path("sel").c_str(), 0755));
+  const ino_t sel = InodeOf(Path("sel"));
+  Put("events/fs/mkdir_enter/filter", "ino == " + std::to_string(sel));
+  ASSERT_SYS(mkdir(Path("outside").c_str(), 0755));  // parent: the test directory, filtered out
+  ASSERT_SYS(mkdir(Path("sel/inside").c_str(), 0755));
+  const ToolRun marker = RunTool("sh -c 'echo \"phase two\" > " + ctl_ + "/trace_marker; echo $$'");
+  ASSERT_EQ(marker.exit_code, 0) << marker.out;
+  const std::string trace = ReadFile(ctl_ + "/trace");
+  Put("events/fs/mkdir_enter/filter", "0");
+  Put("events/enable", "0");
+  EXPECT_EQ(trace.find("name=outside"), std::string::npos) << trace;
+  EXPECT_NE(trace.find("name=inside"), std::string::npos) << trace;
+  EXPECT_NE(trace.find("name=sel "), std::string::npos) << "mkdir sel ran before the filter was set:\n" << trace;
+  const std::string sh_pid = marker.out.substr(0, marker.out.find('\n'));
+  EXPECT_NE(trace.find("-" + sh_pid + " "), std::string::npos) << "the marker under its writer " << sh_pid << ":\n"
+                                                                << trace;
+  EXPECT_NE(trace.find("user_marker: text=phase\\x20two len=9"), std::string::npos) << trace;
+  EXPECT_EQ(EventLines(trace), 3u) << "sel, inside and the marker:\n" << trace;
+}
+
 // walfs-trace list MNT: every event the mount has, its fields from the
 // format files, and whether it is on now.
 TEST_F(ControlDir, ListShowsAMountsEventsTheirFieldsAndWhetherEachIsOn) {
