@@ -150,6 +150,7 @@ const TracePlot::Resolved& TracePlot::Resolve(std::uint16_t id, const EventTable
   const std::string& n = e->name;
   if (s == "journal" && n == "grant_bytes") {
     need(Role::kGrantBytes, {"reserve", "write", "tail_space"});
+    r.field[3] = FieldIndex(*e, "log_bytes");  // newer builds: the log's size
   } else if (s == "journal" && n == "grant_sleep") {
     need(Role::kGrantSleep, {"head"});
   } else if (s == "journal" && n == "grant_wake") {
@@ -170,6 +171,7 @@ const TracePlot::Resolved& TracePlot::Resolve(std::uint16_t id, const EventTable
       if (it == ops_.end()) {
         ops_.push_back(op);
         latency_.push_back({});
+        latency_total_ns_.push_back(0);
         it = ops_.end() - 1;
       }
       r.op = static_cast<int>(it - ops_.begin());
@@ -192,6 +194,7 @@ void TracePlot::Add(const TraceEntry& entry, const EventTable& events) {
   switch (r.role) {
     case Role::kGrantBytes:
       grant_.push_back({t, f(0), f(1), f(2)});
+      if (r.field[3] >= 0) log_bytes_ = f(3);
       break;
     case Role::kLogSubmit:
       head_.push_back({t, (f(0) & 0xffffffffu) * kLogSectorBytes, 0, 0});
@@ -216,6 +219,7 @@ void TracePlot::Add(const TraceEntry& entry, const EventTable& events) {
       const std::uint64_t ns = f(0);
       const int b = ns == 0 ? 0 : std::min(kLatencyBuckets - 1, static_cast<int>(std::bit_width(ns)) - 1);
       ++latency_[static_cast<std::size_t>(r.op)][static_cast<std::size_t>(b)];
+      latency_total_ns_[static_cast<std::size_t>(r.op)] += ns;
       break;
     }
     case Role::kUnresolved:
@@ -278,16 +282,20 @@ Result<PlotReport> TracePlot::Draw(const PlotOptions& o) const {
     gp += "set xlabel 'seconds since the first plotted event'\nset ylabel 'MiB'\n";
     std::vector<std::string> series;
     if (!grant_.empty()) {
-      series.push_back(fmt::format("{} using 1:2 with lines lw 2 title 'reserve grant head'", path("log_space.dat")));
-      series.push_back(fmt::format("{} using 1:3 with lines lw 2 title 'write grant head'", path("log_space.dat")));
+      series.push_back(fmt::format("{} using 1:2 with lines lw 3 title 'reserve grant head'", path("log_space.dat")));
+      series.push_back(fmt::format("{} using 1:3 with lines lw 1.5 dt 2 title 'write grant head (dashed)'", path("log_space.dat")));
       series.push_back(fmt::format("{} using 1:4 with lines lw 2 title 'log in use (tail to head)'", path("log_space.dat")));
+      if (log_bytes_ > 0)
+        series.push_back(fmt::format("{:.4f} with lines lw 2 lc rgb 'black' dt 3 title 'log size'",
+                                     static_cast<double>(log_bytes_) / kMiB));
     }
     if (!head_.empty())
       series.push_back(fmt::format("{} using 1:2 with points pt 7 ps 0.4 title 'log head offset'", path("log_head.dat")));
     gp += "plot ";
     for (std::size_t i = 0; i < series.size(); ++i) gp += (i ? ", \\\n     " : "") + series[i];
     gp += "\n";
-    report.drawn.push_back({"log_space.png", fmt::format("{} grant_bytes samples, {} log writes", grant_.size(), head_.size())});
+    report.drawn.push_back({"log_space.png", fmt::format("{} grant_bytes samples, {} log writes{}", grant_.size(), head_.size(),
+                                                         log_bytes_ > 0 ? fmt::format(", a {:.2f} MiB log", static_cast<double>(log_bytes_) / kMiB) : "")});
   } else {
     report.skipped.push_back({"log_space.png", "no journal_grant_bytes or log_log_submit events"});
   }
@@ -298,30 +306,37 @@ Result<PlotReport> TracePlot::Draw(const PlotOptions& o) const {
     for (const Sample& s : sleeps_) rows[static_cast<std::size_t>(slice_of(s.t))][s.a == 0 ? 0 : 1] += 1;
     for (const Sample& s : wakes_) rows[static_cast<std::size_t>(slice_of(s.t))][s.a == 0 ? 2 : 3] += 1;
     for (const Sample& s : batches_) rows[static_cast<std::size_t>(slice_of(s.t))][4] += 1;
-    std::string data = "# seconds sleeps_reserve/s sleeps_write/s wakes_reserve/s wakes_write/s wake_batches/s\n";
-    for (int i = 0; i < slices; ++i) {
-      const auto& r = rows[static_cast<std::size_t>(i)];
-      data += fmt::format("{:.6f} {} {} {} {} {}\n", (i + 0.5) * slice_s, rate(r[0]), rate(r[1]),
-                          rate(r[2]), rate(r[3]), rate(r[4]));
+    // One data block per series (gnuplot's `index`): only the slices with
+    // events, and a blank line where slices without any lie between, so a
+    // line joins only neighbouring slices.
+    static constexpr const char* kColumns[] = {"sleeps_reserve/s", "sleeps_write/s", "wakes_reserve/s",
+                                               "wakes_write/s", "wake_batches/s"};
+    static constexpr const char* kSeries[] = {
+        "pt 7 ps 0.5 title 'sleeps, reserve head'", "pt 7 ps 0.5 title 'sleeps, write head'",
+        "pt 6 ps 0.5 title 'wakes, reserve head'", "pt 6 ps 0.5 title 'wakes, write head'",
+        "pt 4 ps 0.5 title 'wake batches'"};
+    std::string data, plot;
+    int block = 0;
+    for (std::size_t c = 0; c < std::size(kColumns); ++c) {
+      std::string rows_text;
+      int last = -2;
+      for (int i = 0; i < slices; ++i) {
+        const double count = rows[static_cast<std::size_t>(i)][c];
+        if (count == 0) continue;
+        if (last >= 0 && i != last + 1) rows_text += "\n";  // a gap: the line breaks
+        rows_text += fmt::format("{:.6f} {}\n", (i + 0.5) * slice_s, rate(count));
+        last = i;
+      }
+      if (rows_text.empty()) continue;  // gnuplot warns of an empty block
+      data += fmt::format("{}# index {}: seconds {}\n{}", block ? "\n\n" : "", block, kColumns[c], rows_text);
+      plot += fmt::format("{}{} index {} using 1:2 with linespoints {}", plot.empty() ? "plot " : ", \\\n     ",
+                          path("grant_waits.dat"), block, kSeries[c]);
+      ++block;
     }
     WALFS_RETURN_IF_ERROR(WriteFile(dir + "/grant_waits.dat", data));
     begin_figure("grant_waits.png", "Grant-head sleeps and wakes per second");
     gp += fmt::format("set xlabel 'seconds (slices of {:.3g} ms)'\nset ylabel 'events per second'\nset logscale y\n",
                       slice_s * 1e3);
-    // Only the series with events: gnuplot warns of an all-missing column.
-    std::array<double, 5> sums{};
-    for (const auto& r : rows)
-      for (std::size_t c = 0; c < sums.size(); ++c) sums[c] += r[c];
-    static constexpr const char* kSeries[] = {
-        "pt 7 ps 0.5 title 'sleeps, reserve head'", "pt 7 ps 0.5 title 'sleeps, write head'",
-        "pt 6 ps 0.5 title 'wakes, reserve head'", "pt 6 ps 0.5 title 'wakes, write head'",
-        "pt 4 ps 0.5 title 'wake batches'"};
-    std::string plot;
-    for (std::size_t c = 0; c < sums.size(); ++c) {
-      if (sums[c] == 0) continue;
-      plot += fmt::format("{}{} using 1:{} with linespoints {}", plot.empty() ? "plot " : ", \\\n     ",
-                          path("grant_waits.dat"), c + 2, kSeries[c]);
-    }
     gp += plot + "\n";
     report.drawn.push_back({"grant_waits.png", fmt::format("{} sleeps, {} wakes, {} wake batches", sleeps_.size(), wakes_.size(), batches_.size())});
   } else {
@@ -386,8 +401,13 @@ Result<PlotReport> TracePlot::Draw(const PlotOptions& o) const {
   std::vector<std::size_t> busiest(ops_.size());
   std::iota(busiest.begin(), busiest.end(), 0);
   auto total = [&](std::size_t i) { return std::accumulate(latency_[i].begin(), latency_[i].end(), std::uint64_t{0}); };
-  std::stable_sort(busiest.begin(), busiest.end(), [&](std::size_t a, std::size_t b) { return total(a) > total(b); });
+  // By the time the opcode took in all, not by its count: a few slow fsyncs
+  // matter more than many cached getattrs.
+  std::stable_sort(busiest.begin(), busiest.end(),
+                   [&](std::size_t a, std::size_t b) { return latency_total_ns_[a] > latency_total_ns_[b]; });
   while (!busiest.empty() && total(busiest.back()) == 0) busiest.pop_back();
+  std::string left_out;
+  for (std::size_t k = kMaxOps; k < busiest.size(); ++k) left_out += (left_out.empty() ? "" : ", ") + ops_[busiest[k]];
   if (busiest.size() > kMaxOps) busiest.resize(kMaxOps);
   if (!busiest.empty()) {
     std::string data = "latency_us";  // the column heads gnuplot titles the lines with
@@ -410,13 +430,18 @@ Result<PlotReport> TracePlot::Draw(const PlotOptions& o) const {
       data += "\n";
     }
     WALFS_RETURN_IF_ERROR(WriteFile(dir + "/fuse_latency.dat", data));
-    begin_figure("fuse_latency.png", "FUSE request latency per opcode (daemon side)");
+    begin_figure("fuse_latency.png",
+                 left_out.empty()
+                     ? std::string("FUSE request latency per opcode (daemon side)")
+                     : fmt::format("FUSE request latency, the {} opcodes of most total time (left out: {})",
+                                   busiest.size(), left_out));
     gp += "set xlabel 'latency (us, log-2 buckets)'\nset ylabel 'requests'\nset logscale xy\nset key autotitle columnhead\n";
     gp += fmt::format("plot for [i=2:{}] {} using 1:i with linespoints pt 7 ps 0.6 lw 2\n", busiest.size() + 1,
                       path("fuse_latency.dat"));
     std::uint64_t n = 0;
     for (std::size_t i : busiest) n += total(i);
-    report.drawn.push_back({"fuse_latency.png", fmt::format("{} requests of {} opcodes", n, busiest.size())});
+    report.drawn.push_back({"fuse_latency.png", fmt::format("{} requests of {} opcodes{}", n, busiest.size(),
+                                                            left_out.empty() ? "" : "; left out: " + left_out)});
   } else {
     report.skipped.push_back({"fuse_latency.png", "no fs_<op>_exit events"});
   }

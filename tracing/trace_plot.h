@@ -12,19 +12,26 @@
 // The figures, each drawn only when the trace holds its events (the report
 // says which were left out and why):
 //
-//   log_space.png      journal_grant_bytes: the reserve and write grant heads
-//                      and the log space in use (tail to head), and
-//                      log_log_submit: where the log head is in the log; MiB
-//                      over seconds.  Each plotted point is the largest value
-//                      of its slice of time (at most kMaxPoints per series).
+//   log_space.png      journal_grant_bytes: the reserve grant head (solid)
+//                      and the write grant head (dashed, so both show where
+//                      they coincide), the log space in use (tail to head)
+//                      and the log's size (a line: "the log is full" is
+//                      where use meets it), and log_log_submit: where the
+//                      log head is in the log; MiB over seconds.  Each
+//                      plotted point is the largest value of its slice of
+//                      time (at most kMaxPoints per series).
 //   grant_waits.png    journal_grant_sleep, journal_grant_wake (per grant
-//                      head) and journal_wake_batch per second.
+//                      head) and journal_wake_batch per second; each series
+//                      is its own data block, broken where a slice has no
+//                      event, so no line crosses a span without samples.
 //   log_writes.png     log_cil_push and log_log_submit per second, and the
 //                      MiB/s the submits wrote.
 //   force_latency.png  log_log_force: how long each force waited (µs, log
 //                      scale; forces already durable are not waits).
 //   fuse_latency.png   fs_<op>_exit latency_ns: a histogram per opcode (the
-//                      eight busiest), log-2 buckets, log scales.
+//                      eight that took the most total time, so a costly
+//                      fsync is drawn before a frequent getattr; the title
+//                      names the ones left out), log-2 buckets, log scales.
 //
 // Events are found by name and their fields by name, through the table the
 // trace came with, so a trace from another build plots the same.  The data
@@ -86,7 +93,7 @@ class TracePlot {
   };
   struct Resolved {
     Role role = Role::kUnresolved;
-    std::array<int, 3> field{-1, -1, -1};  // indexes of the fields the role reads
+    std::array<int, 4> field{-1, -1, -1, -1};  // indexes of the fields the role reads (-1: absent)
     int op = -1;                           // kFuseExit: index into ops_
   };
   struct Sample {
@@ -112,6 +119,8 @@ class TracePlot {
   std::vector<Sample> forces_;       // wait_ns, -, -
   std::vector<std::string> ops_;     // fuse opcodes, first-seen order
   std::vector<std::array<std::uint64_t, kLatencyBuckets>> latency_;  // per ops_ entry
+  std::vector<std::uint64_t> latency_total_ns_;                      // per ops_ entry
+  std::uint64_t log_bytes_ = 0;      // the log's size, from grant_bytes records that carry it
 };
 
 }  // namespace walfs::tracing

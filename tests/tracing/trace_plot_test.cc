@@ -167,24 +167,118 @@ TEST_F(TracePlotTest, DataFilesHoldTheEventsValues) {
   EXPECT_EQ(plot_.used_records(), 1000u);  // all but journal_reserve
 }
 
+// grant_waits.dat's blocks (two blank lines apart), each its rows (one
+// blank line where the series breaks) and a heading naming the series.
+struct Block {
+  std::string heading;
+  std::vector<std::string> rows;
+  int breaks = 0;
+};
+std::vector<Block> Blocks(const fs::path& p) {
+  std::vector<Block> out;
+  std::istringstream in(ReadFile(p));
+  int blanks = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) {
+      ++blanks;
+      continue;
+    }
+    if (line[0] == '#') {
+      out.push_back({line, {}, 0});
+    } else if (!out.empty()) {
+      if (blanks == 1 && !out.back().rows.empty()) ++out.back().breaks;
+      out.back().rows.push_back(line);
+    }
+    blanks = 0;
+  }
+  return out;
+}
+
 TEST_F(TracePlotTest, RatesCountEventsPerSecondPerGrantHead) {
   if (!HaveGnuplot()) GTEST_SKIP() << "gnuplot is not installed (scripts/setup.sh installs gnuplot-nox)";
   AddEverything();
   ASSERT_TRUE(plot_.Draw(Options()).ok());
-  double reserve_sleeps = 0, write_sleeps = 0, span = 0;
-  for (const std::string& row : DataRows(dir_ / "grant_waits.dat")) {
-    std::istringstream in(row);
-    std::string t, a, b;
-    in >> t >> a >> b;
-    if (a != "NaN") reserve_sleeps += std::stod(a);
-    if (b != "NaN") write_sleeps += std::stod(b);
-    span = std::stod(t);
-  }
+  const std::vector<Block> blocks = Blocks(dir_ / "grant_waits.dat");
+  ASSERT_EQ(blocks.size(), 5u);
+  EXPECT_EQ(blocks[0].heading, "# index 0: seconds sleeps_reserve/s");
+  EXPECT_EQ(blocks[1].heading, "# index 1: seconds sleeps_write/s");
   // 50 sleeps on each head; a rate times the slice length sums back to it.
   const double slice = 0.99 / 300;
-  EXPECT_NEAR(reserve_sleeps * slice, 50, 1e-3);  // rates are printed to 6 digits
-  EXPECT_NEAR(write_sleeps * slice, 50, 1e-3);
-  EXPECT_GT(span, 0.98);
+  for (int head = 0; head < 2; ++head) {
+    double sum = 0, last = 0;
+    for (const std::string& row : blocks[static_cast<std::size_t>(head)].rows) {
+      std::istringstream in(row);
+      double t = 0, rate = 0;
+      in >> t >> rate;
+      sum += rate;
+      last = t;
+    }
+    EXPECT_NEAR(sum * slice, 50, 1e-3) << head;  // rates are printed to 6 digits
+    EXPECT_GT(last, 0.97);
+  }
+  EXPECT_NE(ReadFile(dir_ / "plot.gp").find("index 4 using 1:2"), std::string::npos);
+}
+
+TEST_F(TracePlotTest, NoLineCrossesASpanWithoutSamples) {
+  if (!HaveGnuplot()) GTEST_SKIP() << "gnuplot is not installed (scripts/setup.sh installs gnuplot-nox)";
+  // Sleeps on the reserve head in the first and last tenth of a second only,
+  // and none on the write head.
+  constexpr std::uint64_t kS = 1'000'000'000;
+  // One every millisecond there, so every slice (1/300 s) of those spans has some.
+  for (std::uint64_t i = 0; i < 100; ++i) {
+    Add(Rec(kSleep, i * kS / 1000, {0, 7, 100, 50, 1}));
+    Add(Rec(kSleep, kS - i * kS / 1000, {0, 7, 100, 50, 1}));
+  }
+  ASSERT_TRUE(plot_.Draw(Options()).ok());
+  const std::vector<Block> blocks = Blocks(dir_ / "grant_waits.dat");
+  ASSERT_EQ(blocks.size(), 1u) << "only the series with events";
+  EXPECT_EQ(blocks[0].heading, "# index 0: seconds sleeps_reserve/s");
+  EXPECT_GE(blocks[0].rows.size(), 60u);
+  EXPECT_EQ(blocks[0].breaks, 1) << "one break, over the 0.8 s without sleeps:\n"
+                                 << ReadFile(dir_ / "grant_waits.dat");
+  for (const std::string& row : blocks[0].rows) EXPECT_EQ(row.find("NaN"), std::string::npos) << row;
+}
+
+TEST_F(TracePlotTest, FuseLatencyKeepsTheOpcodesOfMostTotalTimeAndNamesTheOthers) {
+  if (!HaveGnuplot()) GTEST_SKIP() << "gnuplot is not installed (scripts/setup.sh installs gnuplot-nox)";
+  // Nine opcodes: "lookup" the most frequent (1,000 of 1 us), "write" once
+  // but 10 ms; seven more of 2 ms each once.  The ninth by total time is lookup
+  // (1 ms), so it is the one left out.
+  EventTable t = Table();
+  const char* more[] = {"getattr", "create", "fsync", "unlink", "rename", "mkdir", "setattr"};
+  std::uint16_t id = 100;
+  for (const char* op : more) {
+    ASSERT_TRUE(t.Add(EventInfo{.id = id, .subsystem = "fs", .name = std::string(op) + "_exit",
+                                .fields = {{"ino"}, {"err"}, {"latency_ns"}}})
+                    .ok());
+    plot_.Add(Rec(id++, 10, {1, 0, 2'000'000}), t);
+  }
+  for (int i = 0; i < 1000; ++i) plot_.Add(Rec(kLookupExit, 20, {1, 0, 1000}), t);
+  plot_.Add(Rec(kWriteExit, 30, {1, 0, 10'000'000}), t);
+  auto report = plot_.Draw(Options());
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  const auto lat = DataRows(dir_ / "fuse_latency.dat");
+  ASSERT_FALSE(lat.empty());
+  EXPECT_EQ(lat[0].rfind("latency_us write ", 0), 0u) << "the most total time first: " << lat[0];
+  EXPECT_EQ(lat[0].find("lookup"), std::string::npos) << lat[0];
+  EXPECT_NE(ReadFile(dir_ / "plot.gp").find("(left out: lookup)"), std::string::npos);
+  ASSERT_EQ(report->drawn.size(), 1u);
+  EXPECT_NE(report->drawn[0].what.find("left out: lookup"), std::string::npos) << report->drawn[0].what;
+}
+
+TEST_F(TracePlotTest, TheLogsSizeIsALineWhenTheTraceCarriesIt) {
+  if (!HaveGnuplot()) GTEST_SKIP() << "gnuplot is not installed (scripts/setup.sh installs gnuplot-nox)";
+  EventTable t;
+  ASSERT_TRUE(t.Add(EventInfo{.id = 1, .subsystem = "journal", .name = "grant_bytes", .kind = EventKind::kCounter,
+                              .fields = {{"reserve"}, {"write"}, {"tail_space"}, {"log_bytes"}}})
+                  .ok());
+  for (std::uint64_t i = 0; i < 10; ++i) plot_.Add(Rec(1, i * 1000, {i << 20, i << 20, 1 << 20, 16 << 20}), t);
+  auto report = plot_.Draw(Options());
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  const std::string gp = ReadFile(dir_ / "plot.gp");
+  EXPECT_NE(gp.find("16.0000 with lines lw 2 lc rgb 'black' dt 3 title 'log size'"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("title 'write grant head (dashed)'"), std::string::npos) << gp;
+  EXPECT_NE(report->drawn[0].what.find("a 16.00 MiB log"), std::string::npos) << report->drawn[0].what;
 }
 
 TEST_F(TracePlotTest, LeavesOutFiguresWithoutTheirEventsAndSaysWhy) {
