@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# `cmake --install` end to end (dist/): into a temporary prefix, then every
-# program, man page and bash completion must be where the install rules say,
-# every page must render, and every completion must parse and register.
+# `cmake --install` end to end (dist/): staged under DESTDIR, as a package
+# build does, into a prefix; then every program, man page and bash
+# completion must be where the install rules say, every page must render,
+# every completion must parse and register, and the mount helper (staged at
+# DESTDIR/sbin, never the real /sbin) must name the prefix's walfs.
 # Usage: install_test.sh BUILD_DIR NO_MAN_PAGES BINDIR SBINDIR MANDIR COMPLETIONDIR
 # (the last four relative to the prefix; NO_MAN_PAGES is why the build made
 # no man pages, "-" when it made them).  Exit 77 (skip) without man pages.
@@ -14,11 +16,13 @@ if [[ $no_man_pages != - ]]; then
 fi
 command -v groff >/dev/null || { echo "SKIP: groff is not installed (apt-get install groff-base)"; exit 77; }
 
-prefix=$(mktemp -d)
-trap 'rm -rf "$prefix"' EXIT
-cmake --install "$build" --prefix "$prefix" > "$prefix.log" 2>&1 || {
-  cat "$prefix.log" >&2; rm -f "$prefix.log"; echo "FAIL: cmake --install failed" >&2; exit 1; }
-rm -f "$prefix.log"
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+installed_prefix=/opt/walfs-install-test
+DESTDIR=$stage cmake --install "$build" --prefix "$installed_prefix" > "$stage.log" 2>&1 || {
+  cat "$stage.log" >&2; rm -f "$stage.log"; echo "FAIL: cmake --install failed" >&2; exit 1; }
+rm -f "$stage.log"
+prefix=$stage$installed_prefix
 
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
@@ -65,8 +69,21 @@ for c in walfs mkfs.walfs fsck.walfs walfs-admin walfs-growfs walfs-trace walfs-
     fail "completion $c does not register a completion for $c"
 done
 
+# mount(8)'s helper for fuse.walfs, where mount looks (cmake -DWALFS_MOUNT_HELPER_DIR; "" when
+# not installed), naming the walfs of the prefix it was installed for.
+helper_dir=$(sed -n 's/^WALFS_MOUNT_HELPER_DIR:STRING=//p' "$build/CMakeCache.txt")
+if [[ -n $helper_dir ]]; then
+  helper=$stage$helper_dir/mount.fuse.walfs
+  if [[ ! -x $helper ]]; then
+    fail "the mount helper $helper_dir/mount.fuse.walfs is not installed"
+  else
+    grep -qF "walfs='$installed_prefix/$bindir/walfs'" "$helper" || fail "mount.fuse.walfs does not name $installed_prefix/$bindir/walfs"
+    sh -n "$helper" || fail "mount.fuse.walfs does not parse"
+  fi
+fi
+
 if ((failures > 0)); then
   echo "$failures problem(s) in the installed tree" >&2
   exit 1
 fi
-echo "install: 6 programs, 6 man pages, 6 bash completions: ok"
+echo "install: 8 programs, 8 man pages, 8 bash completions, the mount helper: ok"
