@@ -90,6 +90,11 @@ struct MountOptions {
   // extent_max_zeroout_kb, default 32).  0: never.  The mount's
   // `-o zeroout_kb=N` (0..1024; larger values are taken as 1024).
   std::uint32_t zeroout_kb = 32;
+
+  // These options as the mount's `-o` words, one `name=value` a line, the
+  // defaults included (ro=off, commit=5, io=uring, ...); not wake, which can
+  // change while mounted (fs/mount_options.cc; .walfs/mount_options).
+  std::string OptionsText() const;
 };
 
 // How a write ends that runs out of space part way (Filesystem::Write).

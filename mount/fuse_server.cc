@@ -784,7 +784,7 @@ fuse_lowlevel_ops MakeOps() {
 
 }  // namespace
 
-FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options)
+FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options, std::string mount_options)
     : fs_(fs),
       options_(options),
       writeback_(options.writeback_reserve_bytes),
@@ -820,6 +820,16 @@ FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options)
                        .write = {},
                        .help = "the mount's kernel-style log: mount, recovery, errors, shutdown",
                        .owner_reads_only = true});
+  src.files.push_back(
+      {.name = "mount_options",
+       .read =
+           [this, fs, text = std::move(mount_options)] {
+             return fmt::format("{}wake={}\n{}transport_in_use={}\nfilesystem={}\n", text,
+                                journal::WakeModeName(fs->wake_mode()), options_.OptionsText(),
+                                session_io_.transport(), fs->Describe());
+           },
+       .write = {},
+       .help = "every mount option in effect, defaults included, one name=value a line"});
   src.files.push_back(SyncControlFile([fs] { return fs->Sync(); }));
   src.files.back().anyone_writes = true;  // as sync(2), which any user may call
   if (FaultDevice* dev = fs->fault_device()) {

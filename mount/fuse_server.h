@@ -32,7 +32,11 @@ using FuseServerOptions = KernelPolicy;
 
 class FuseServer {
  public:
-  FuseServer(fs::Filesystem* fs, const FuseServerOptions& options);
+  // `mount_options`: the mount program's options as .walfs/mount_options
+  // shows them (fs::MountOptions::OptionsText() and what else it took);
+  // the file adds the live wake mode, this server's policy and the
+  // transport in use.
+  FuseServer(fs::Filesystem* fs, const FuseServerOptions& options, std::string mount_options = {});
   ~FuseServer();
 
   static const fuse_lowlevel_ops& Operations();

@@ -1,5 +1,7 @@
 #include "mount/kernel_policy.h"
 
+#include <fmt/format.h>
+
 namespace walfs::mount {
 
 void KernelPolicy::Negotiate(fuse_conn_info* conn) const {
@@ -24,6 +26,17 @@ void KernelPolicy::Negotiate(fuse_conn_info* conn) const {
   // directory ioctls with ENOTTY unless this was granted (it is libfuse's
   // default; asked for here so that the choice is written down).
   if (conn->capable & FUSE_CAP_IOCTL_DIR) conn->want |= FUSE_CAP_IOCTL_DIR;
+}
+
+std::string KernelPolicy::OptionsText() const {
+  auto onoff = [](bool b) { return b ? "on" : "off"; };
+  return fmt::format(
+      "writeback_cache={}\nwb_reserve_mb={}\nwb_push_ms={}\nattr_timeout={}\nentry_timeout={}\n"
+      "negative_timeout={}\nflush_requests={}\nopendir_requests={}\nkillpriv_v2={}\ntrace_poll={}\n"
+      "transport={}\nuring_lanes={}\n",
+      onoff(writeback_cache), writeback_reserve_bytes >> 20, writeback_push_ms, attr_timeout, entry_timeout,
+      negative_timeout, onoff(!skip_flush), onoff(!skip_opendir), onoff(killpriv_v2), onoff(trace_poll), transport,
+      uring_lanes);
 }
 
 fuse_entry_param KernelPolicy::Entry(const struct stat& st) const {

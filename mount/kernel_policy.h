@@ -77,6 +77,10 @@ struct KernelPolicy {
 
   // A reply for a name that now refers to `st` (st.st_ino already the
   // kernel's inode number).
+  // The policy as `-o` options, one `name=value` a line, in walfs(8)'s
+  // words (writeback_cache=on, wb_reserve_mb=256, ...): the mount's part
+  // of .walfs/mount_options.
+  std::string OptionsText() const;
   fuse_entry_param Entry(const struct stat& st) const;
   // The reply for a name that does not exist.
   fuse_entry_param NegativeEntry() const;

@@ -630,7 +630,9 @@ int main(int argc, char** argv) {
   }
   if (cmd.foreground) fmt::print(stderr, "walfs: {}\n", (*fs)->Describe());
 
-  walfs::mount::FuseServer server(fs->get(), policy);
+  walfs::mount::FuseServer server(
+      fs->get(), policy,
+      mo.OptionsText() + fmt::format("threads={}\n", idle_threads == 0 ? std::string("default") : std::to_string(idle_threads)));
   fuse_session* se = fuse_session_new(&args, &walfs::mount::FuseServer::Operations(),
                                       sizeof(fuse_lowlevel_ops), &server);
   if (se == nullptr) {

@@ -228,5 +228,32 @@ TEST_F(MountOptions, NorecoveryIsReadOnlyToTheKernelAndAMountPrintsNoLibfuseWarn
   unlink(img.c_str());
 }
 
+// .walfs/mount_options: every option in effect, the defaults too, one
+// name=value a line; the wake mode as it is now, the transport in use.
+TEST_F(MountOptions, TheControlDirectorySaysEveryOptionInEffect) {
+  const std::string img = MakeImage();
+  const ToolRun r = RunTool(Walfs() + " " + img + " " + dir_ + " -o commit=7,wake=waking,nowriteback_cache,discard");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string text = ReadFile(dir_ + "/.walfs/mount_options");
+  for (const std::string line :
+       {"image=" + img, std::string("ro=off"), std::string("commit=7"), std::string("wake=waking"),
+        std::string("writeback_cache=off"), std::string("discard=on"), std::string("lazy_commit_ms=5"),
+        std::string("wb_push_ms=10"), std::string("transport=auto"), std::string("killpriv_v2=on"),
+        std::string("threads=default")})
+    EXPECT_NE(("\n" + text).find("\n" + line + "\n"), std::string::npos) << line << " in:\n" << text;
+  EXPECT_TRUE(text.find("\ntransport_in_use=dev\n") != std::string::npos ||
+              text.find("\ntransport_in_use=uring\n") != std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nfilesystem=" + img + ": "), std::string::npos) << text;
+  // Every line is name=value.
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) EXPECT_NE(line.find('='), std::string::npos) << line;
+  PutControl(dir_, "options/grant_wake", "inline");
+  EXPECT_NE(ReadFile(dir_ + "/.walfs/mount_options").find("\nwake=inline\n"), std::string::npos)
+      << "the wake mode as it is now";
+  ASSERT_EQ(system(("umount " + dir_).c_str()), 0);
+  unlink(img.c_str());
+}
+
 }  // namespace
 }  // namespace walfs::testing
