@@ -97,12 +97,15 @@ timeout 60 cat "$mnt/.walfs/trace_pipe" |
 pipe_pid=$!
 echo "==== fio randwrite-4k-fsync-1j on walfs (SIZE=32m RUNTIME=3s)"
 if command -v fio > /dev/null; then
-  # The summary lines and the completion-latency percentiles under their header.
+  # The summary lines, the write's completion-latency percentiles (the page
+  # cache's), and the fsync's own line and percentiles (the journal's: the
+  # point of this job), each under its header.
   SIZE=32m RUNTIME=3s DIRECT=0 bench/fio/run-job.sh bench/fio/randwrite-4k-fsync-1j.fio "$mnt" |
-    awk '/clat percentiles/ { pct = 1; print; next }
+    awk '/(clat|sync) percentiles/ { pct = 1; print; next }
          pct && /^ *\|/ { print; next }
          { pct = 0 }
-         /IOPS|^ *(s|c)?lat \(/ { print }'
+         /fsync\/fdatasync/ { print; next }
+         /IOPS|^ *(s|c)?lat \(|^ *sync \(/ { print }'
 fi
 echo "==== walfs-aim $mnt --quick (AIM7 fserver mix, users 1..4)"
 build/bin/walfs-aim "$mnt" --quick
