@@ -1,6 +1,8 @@
 // Allocator's online discard (-o discard; docs/fs.md, "Discard"): freed runs
 // are discarded once the checkpoint that freed them is on disk, and stay
 // busy until then and until their discard has returned.
+#include <pthread.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -56,6 +58,7 @@ bool Allocator::DurableQueuedLocked() const {
 }
 
 void Allocator::DiscardMain() {
+  pthread_setname_np(pthread_self(), "walfs-discard");
   mu_.Lock();
   for (;;) {
     // Every queued run whose freeing checkpoint is on disk.  Commits of one

@@ -1,5 +1,6 @@
 #include "fs/error_recorder.h"
 
+#include <pthread.h>
 #include <time.h>
 
 #include <chrono>
@@ -65,6 +66,7 @@ void ErrorRecorder::Note(std::string_view what, std::uint64_t ino, std::uint64_t
 }
 
 void ErrorRecorder::Worker() {
+  pthread_setname_np(pthread_self(), "walfs-errors");
   MutexLock l(&mu_);
   while (!stopping_) {
     if (record_ == logged_record_) {

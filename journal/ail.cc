@@ -1,5 +1,7 @@
 #include "journal/ail.h"
 
+#include <pthread.h>
+
 #include "base/check.h"
 #include "journal/log_events.h"
 #include "journal/log_reader.h"
@@ -176,6 +178,7 @@ Lsn Ail::ComputeTargetLocked() const {
 }
 
 void Ail::PusherMain() {
+  pthread_setname_np(pthread_self(), "walfs-ail");  // its role in traces, top and ps
   MutexLock l(&mu_);
   bool forced = false;  // the last pass forced the log
   while (!stop_) {

@@ -1,5 +1,7 @@
 #include "journal/cil.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -199,6 +201,7 @@ Status Cil::Force(std::uint64_t seq) {
 }
 
 void Cil::PushMain() {
+  pthread_setname_np(pthread_self(), "walfs-cil");  // its role in traces, top and ps
   MutexLock l(&mu_);
   const std::int64_t interval = options_.push_interval_ns;
   const std::int64_t lazy_delay = options_.lazy_push_ns;

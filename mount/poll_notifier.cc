@@ -1,5 +1,7 @@
 #include "mount/poll_notifier.h"
 
+#include <pthread.h>
+
 #include <chrono>
 
 namespace walfs::mount {
@@ -37,6 +39,7 @@ void PollNotifier::Forget(std::uint64_t handle) {
 }
 
 void PollNotifier::Loop() {
+  pthread_setname_np(pthread_self(), "walfs-poll");
   std::unique_lock l(mu_);
   while (!stopping_) {
     if (polls_.empty()) {

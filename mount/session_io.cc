@@ -1,6 +1,7 @@
 #include "mount/session_io.h"
 
 #include <linux/fuse.h>
+#include <pthread.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -175,6 +176,14 @@ void SessionIo::LaneBusy() {
 void SessionIo::LaneIdle() { busy_.fetch_sub(1, std::memory_order_relaxed); }
 
 void SessionIo::Reading() {
+  // libfuse starts the workers as copies of the main thread ("walfs"): name
+  // each for its role once, so traces, top and ps tell them from the CIL
+  // pusher or the AIL (the main thread keeps the process's name).
+  thread_local bool named = false;
+  if (!named) {
+    named = true;
+    if (::gettid() != ::getpid()) pthread_setname_np(pthread_self(), "walfs-fuse");
+  }
   if (busy_spell.io != nullptr) {
     busy_spell.io->WorkerIdle();
     busy_spell.io = nullptr;

@@ -14,10 +14,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <iterator>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "tests/fuse/mount_fixture.h"
 
@@ -247,6 +251,27 @@ TEST_F(ControlDir, SetEventFilterAndMarkerWorkFromTheShell) {
                                                                 << trace;
   EXPECT_NE(trace.find("user_marker: text=phase\\x20two len=9"), std::string::npos) << trace;
   EXPECT_EQ(EventLines(trace), 3u) << "sel, inside and the marker:\n" << trace;
+}
+
+// The daemon's threads are named by role (docs/tracing.md, "Threads by
+// role"): the task column of a trace, Perfetto's tracks and ps -L tell a
+// FUSE worker from the CIL pusher and the AIL.
+TEST_F(ControlDir, TheDaemonsThreadsAreNamedByTheirRole) {
+  const pid_t pid = DaemonPid();
+  ASSERT_GT(pid, 0);
+  WriteFile(Path("role"), "x");  // a worker has served a request
+  std::map<std::string, int> names;
+  for (const auto& task : std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid))) {
+    std::string comm = Slurp(task.path() / "comm");
+    if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+    ++names[comm];
+  }
+  std::string all;
+  for (const auto& [n, count] : names) all += fmt::format("{} x{}\n", n, count);
+  EXPECT_EQ(names["walfs"], 1) << "only the main thread keeps the process's name:\n" << all;
+  EXPECT_GE(names["walfs-cil"], 1) << all;
+  EXPECT_GE(names["walfs-ail"], 1) << all;
+  EXPECT_GE(names["walfs-fuse"] + names["walfs-ring0"], 1) << all;
 }
 
 // walfs-trace list MNT: every event the mount has, its fields from the
