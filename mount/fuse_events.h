@@ -13,7 +13,8 @@
 //   plain      <op>_enter: caller_pid ino
 //   name       <op>_enter: caller_pid ino name name_len   (lookup mknod mkdir unlink
 //              rmdir symlink link create rename: the entry's name, or link's and
-//              symlink's new name; cut to kTraceNameBytes, name_len the whole
+//              symlink's new name; setxattr getxattr removexattr: the
+//              attribute's name; cut to kTraceNameBytes, name_len the whole
 //              length, so a cut name shows as name_len > 24)
 //   io         <op>_enter: caller_pid ino off len          (read write)
 //   fallocate  <op>_enter: caller_pid ino off len mode
@@ -40,8 +41,8 @@ namespace walfs::mount {
   X(rmdir, name) X(symlink, name) X(rename, name) X(link, name) X(open, plain)                \
   X(create, name) X(read, io) X(write, io) X(flush, plain) X(release, plain) X(fsync, plain)  \
   X(opendir, plain) X(readdir, plain) X(readdirplus, plain) X(releasedir, plain)              \
-  X(fsyncdir, plain) X(statfs, plain) X(access, plain) X(setxattr, plain)                     \
-  X(getxattr, plain) X(listxattr, plain) X(removexattr, plain) X(fallocate, fallocate)        \
+  X(fsyncdir, plain) X(statfs, plain) X(access, plain) X(setxattr, name)                      \
+  X(getxattr, name) X(listxattr, plain) X(removexattr, name) X(fallocate, fallocate)          \
   X(lseek, plain) X(copy_file_range, plain) X(poll, plain) X(ioctl, plain)
 
 // A name field is three kChars fields: 24 bytes.

@@ -710,8 +710,9 @@ struct Traced {
     const auto args = std::tie(first, rest...);
     if constexpr (Ev == &kFuseOp_lookup || Ev == &kFuseOp_mknod || Ev == &kFuseOp_mkdir ||
                   Ev == &kFuseOp_unlink || Ev == &kFuseOp_rmdir || Ev == &kFuseOp_create ||
-                  Ev == &kFuseOp_rename) {
-      PutTraceName(std::get<1>(args), &f[2]);
+                  Ev == &kFuseOp_rename || Ev == &kFuseOp_setxattr || Ev == &kFuseOp_getxattr ||
+                  Ev == &kFuseOp_removexattr) {
+      PutTraceName(std::get<1>(args), &f[2]);  // the entry's or the attribute's name
     } else if constexpr (Ev == &kFuseOp_symlink || Ev == &kFuseOp_link) {
       PutTraceName(std::get<2>(args), &f[2]);  // the new entry's name
     } else if constexpr (Ev == &kFuseOp_read) {

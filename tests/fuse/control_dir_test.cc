@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -251,6 +252,25 @@ TEST_F(ControlDir, SetEventFilterAndMarkerWorkFromTheShell) {
                                                                 << trace;
   EXPECT_NE(trace.find("user_marker: text=phase\\x20two len=9"), std::string::npos) << trace;
   EXPECT_EQ(EventLines(trace), 3u) << "sel, inside and the marker:\n" << trace;
+}
+
+// An xattr request's enter event names the attribute, as a namespace
+// operation's names the entry.
+TEST_F(ControlDir, XattrEventsNameTheAttribute) {
+  Put("events/enable", "0");
+  Put("trace", "");
+  WriteFile(Path("xa"), "x");
+  Put("set_event", "fs:setxattr_enter fs:getxattr_enter fs:removexattr_enter");
+  ASSERT_SYS(setxattr(Path("xa").c_str(), "user.colour", "red", 3, 0));
+  char buf[8];
+  ASSERT_EQ(getxattr(Path("xa").c_str(), "user.colour", buf, sizeof buf), 3);
+  ASSERT_SYS(removexattr(Path("xa").c_str(), "user.colour"));
+  const std::string trace = ReadFile(ctl_ + "/trace");
+  Put("events/enable", "0");
+  for (const char* op : {"setxattr", "getxattr", "removexattr"})
+    EXPECT_NE(trace.find(fmt::format("fs_{}_enter: ino={} name=user.colour name_len=11 ", op, InodeOf(Path("xa")))),
+              std::string::npos)
+        << op << ":\n" << trace;
 }
 
 // The daemon's threads are named by role (docs/tracing.md, "Threads by
