@@ -1153,6 +1153,9 @@ std::string Filesystem::StatsText() const {
       ls.cil.lazy_max_ns / 1000, ls.cil.kick_flushes);
   out += fmt::format("log_records {}\nlog_preflushes {}\nlog_forces {}\n", ls.writer.records, ls.writer.preflushes,
                      ls.writer.forces);
+  out += fmt::format("log_force_waits {}\nlog_force_wait_p50_us {}\nlog_force_wait_p99_us {}\nlog_force_wait_max_us {}\n",
+                     ls.writer.force_waits, ls.writer.force_wait_p50_ns / 1000, ls.writer.force_wait_p99_ns / 1000,
+                     ls.writer.force_wait_max_ns / 1000);
   out += fmt::format("log_written {}\nlog_record_bytes {}\nlog_lazy_records {}\nlog_span_preflushes {}\nlog_flushes {}\n",
                      journal::LsnString(ls.writer.written), ls.writer.record_bytes, ls.writer.lazy_records,
                      ls.writer.span_preflushes, ls.writer.flushes);

@@ -628,7 +628,9 @@ Status LogWriter::Force(Lsn lsn) {
   if (*sw) Release(*sw, inline_force_io_);
   MutexLock l(&mu_);
   Status s = WaitStableLocked(lsn);
-  WALFS_TRACE(kTraceLogForce, lsn, MonotonicNanos() - t0, 0);
+  const std::int64_t waited = MonotonicNanos() - t0;
+  force_wait_ns_.Record(waited);
+  WALFS_TRACE(kTraceLogForce, lsn, waited, 0);
   return s;
 }
 
@@ -734,6 +736,9 @@ LogWriterStats LogWriter::Stats() const {
   s.written = written_;
   s.write_p50_ns = write_ns_.Percentile(0.5);
   s.write_p99_ns = write_ns_.Percentile(0.99);
+  s.force_wait_p50_ns = force_wait_ns_.Percentile(0.5);
+  s.force_wait_p99_ns = force_wait_ns_.Percentile(0.99);
+  s.force_wait_max_ns = force_wait_ns_.Max();
   return s;
 }
 

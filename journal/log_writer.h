@@ -144,6 +144,10 @@ struct LogWriterStats {
   std::uint64_t state_changes = 0;
   std::int64_t write_p50_ns = 0;  // log write submit -> complete
   std::int64_t write_p99_ns = 0;
+  // Forces that waited for I/O: call -> the forced record stable.
+  std::int64_t force_wait_p50_ns = 0;
+  std::int64_t force_wait_p99_ns = 0;
+  std::int64_t force_wait_max_ns = 0;
 };
 
 class LogWriter {
@@ -279,6 +283,7 @@ class LogWriter {
   LogWriterStats stats_ GUARDED_BY(mu_);
   CondVar cv_;  // iclog states and durable_ changed
   Histogram write_ns_;  // submit -> complete of each record
+  Histogram force_wait_ns_;  // Force() that waited: call -> stable
 };
 
 }  // namespace walfs::journal
