@@ -8,6 +8,10 @@
 //                                              sleeps, wakes, forces, log space
 //   walfs-trace plot -o DIR [--title T] FILE   PNG figures (gnuplot): log space,
 //                                              grant waits, log writes, latencies
+//   walfs-trace list FILE|MNT                  the events and fields a file or mount has
+//   walfs-trace top [-d S] [-n N] MNT          a mount's journal, live (tools/trace_top.h)
+//   walfs-trace print/stats [-p PID] [-c COMM] [-e EVENTS] [-i INO] [--from S] [--to S]
+//                                              only the records that pass (tracing/trace_filter.h)
 //   walfs-trace record -o FILE [-e EVENTS] -- PROGRAM [ARGS]
 //                                              run a traced program, record its trace
 //   walfs-trace record --mount MNT -o FILE [-e EVENTS] [--duration S] [-- PROGRAM [ARGS]]
@@ -40,6 +44,7 @@
 #include "tools/cli.h"
 #include "tools/trace_list.h"
 #include "tools/trace_record_mount.h"
+#include "tools/trace_top.h"
 #include "base/report.h"
 #include "tracing/chrome_json.h"
 #include "tracing/log_space_story.h"
@@ -342,6 +347,15 @@ int main(int argc, char** argv) {
   add_filters(stats);
   stats->add_option("FILE", file, "Trace file")->required();
 
+  TopOptions top_options;
+  CLI::App* top = app.add_subcommand(
+      "top", "Show a mounted walfs's journal live: requests, log space, grant waits, pushes, forces, callers");
+  top->add_option("MNT", top_options.mount, "A walfs mount point")->required();
+  top->add_option("-d,--delay", top_options.interval_s, "Seconds between frames, as top(1)'s -d (default 1)")
+      ->check(walfs::cli::Positive());
+  top->add_option("-n,--iterations", top_options.iterations, "Frames to show, then exit, as top(1)'s -n (default: until Ctrl-C)")
+      ->check(walfs::cli::AtLeast(1));
+
   std::string list_target;
   CLI::App* list = app.add_subcommand(
       "list", "List the events a trace file or a mounted walfs has, with their fields (and, on a mount, whether on)");
@@ -381,12 +395,12 @@ int main(int argc, char** argv) {
   };
   if (argc > 1 && argv[1][0] != '-' && !known(argv[1]))
     return walfs::cli::UsageError(
-        "walfs-trace", fmt::format("unknown command '{}': expected print, export, stats, list, plot or record", argv[1]));
+        "walfs-trace", fmt::format("unknown command '{}': expected print, export, stats, list, top, plot or record", argv[1]));
   const std::string_view first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] == '-' && first != "-h" && first != "--help" && first != "--version" &&
       first != "-V")
     return walfs::cli::UsageError(
-        "walfs-trace", fmt::format("unknown option '{}': a command comes first (print, export, stats, list, plot or record)", first));
+        "walfs-trace", fmt::format("unknown option '{}': a command comes first (print, export, stats, list, top, plot or record)", first));
   if (auto code = walfs::cli::Parse(app, argc, argv)) return *code;
   TraceFilter filter;
   filter.pids.insert(f_pids.begin(), f_pids.end());
@@ -401,6 +415,7 @@ int main(int argc, char** argv) {
     return walfs::cli::UsageError("walfs-trace", "--from is after --to");
   if (print->parsed()) return Print(file, header, filter);
   if (list->parsed()) return ListEvents(list_target);
+  if (top->parsed()) return RunTop(top_options);
   if (exp->parsed()) return ExportChrome(file, chrome_out);
   if (stats->parsed()) return Stats(file, stats_json, filter);
   if (plot->parsed()) return Plot(file, plot_dir, plot_title);

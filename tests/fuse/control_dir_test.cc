@@ -14,6 +14,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <iterator>
@@ -271,6 +272,57 @@ TEST_F(ControlDir, XattrEventsNameTheAttribute) {
     EXPECT_NE(trace.find(fmt::format("fs_{}_enter: ino={} name=user.colour name_len=11 ", op, InodeOf(Path("xa")))),
               std::string::npos)
         << op << ":\n" << trace;
+}
+
+// walfs-trace top against the mount under a known load: its frame counts
+// the creates the load made in its interval, as the stats do, and with the
+// fs events on it names the caller from the trace.
+TEST_F(ControlDir, TopCountsWhatTheStatsCountAndNamesTheCallers) {
+  Put("events/enable", "0");
+  ASSERT_SYS(mkdir(Path("top").c_str(), 0755));
+  // The line appears with the mount's first create (-1 before it).
+  const long long creates_before = std::max(0LL, StatValue(Root(), "fuse_req_create"));
+  ToolRun frame;
+  std::thread top([&] { frame = RunTool(BinDir() + "/walfs-trace top " + Root() + " -d 3 -n 1"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // top has read its first stats
+  for (int i = 0; i < 40; ++i) WriteFile(Path(fmt::format("top/f{}", i)), "x");
+  top.join();
+  ASSERT_EQ(frame.exit_code, 0) << frame.out;
+  EXPECT_EQ(StatValue(Root(), "fuse_req_create") - creates_before, 40);
+  auto cells = [&](const std::string& first) {
+    std::istringstream lines(frame.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream words(line);
+      std::vector<std::string> c{std::istream_iterator<std::string>(words), {}};
+      if (!c.empty() && c[0] == first) return c;
+    }
+    return std::vector<std::string>{};
+  };
+  const std::vector<std::string> create = cells("create");
+  ASSERT_EQ(create.size(), 5u) << frame.out;
+  EXPECT_EQ(create[1], "40") << "the interval's creates:\n" << frame.out;
+  EXPECT_NE(frame.out.find("since mount, from the stats"), std::string::npos) << frame.out;
+  EXPECT_NE(frame.out.find("\nlog      ["), std::string::npos) << frame.out;
+  EXPECT_EQ(frame.out.find("\x1b["), std::string::npos) << "no ANSI codes in a pipe";
+
+  // With the fs events on: latency of the interval and the caller, from the trace.
+  Put("events/fs/enable", "1");
+  std::thread top2([&] { frame = RunTool(BinDir() + "/walfs-trace top " + Root() + " -d 3 -n 1"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  for (int i = 0; i < 10; ++i) WriteFile(Path(fmt::format("top/g{}", i)), "x");
+  top2.join();
+  Put("events/enable", "0");
+  ASSERT_EQ(frame.exit_code, 0) << frame.out;
+  EXPECT_NE(frame.out.find("of this interval, from the trace"), std::string::npos) << frame.out;
+  EXPECT_EQ(cells("create").size(), 5u) << frame.out;
+  EXPECT_NE(frame.out.find(fmt::format("-{} ", getpid())), std::string::npos)
+      << "this test process among the callers:\n" << frame.out;
+}
+
+TEST_F(ControlDir, TopRefusesWhatIsNotAWalfsMount) {
+  const ToolRun r = RunTool(BinDir() + "/walfs-trace top /tmp -n 1");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("/tmp: not a walfs mount"), std::string::npos) << r.out;
 }
 
 // The daemon's threads are named by role (docs/tracing.md, "Threads by
