@@ -235,7 +235,7 @@ TEST_F(MountOptions, TheControlDirectorySaysEveryOptionInEffect) {
   const ToolRun r = RunTool(Walfs() + " " + img + " " + dir_ + " -o commit=7,wake=waking,nowriteback_cache,discard");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const std::string text = ReadFile(dir_ + "/.walfs/mount_options");
-  for (const std::string line :
+  for (const std::string& line :
        {"image=" + img, std::string("ro=off"), std::string("commit=7"), std::string("wake=waking"),
         std::string("writeback_cache=off"), std::string("discard=on"), std::string("lazy_commit_ms=5"),
         std::string("wb_push_ms=10"), std::string("transport=auto"), std::string("killpriv_v2=on"),
