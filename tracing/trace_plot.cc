@@ -159,6 +159,8 @@ const TracePlot::Resolved& TracePlot::Resolve(std::uint16_t id, const EventTable
     need(Role::kWakeBatch, {"count"});
   } else if (s == "log" && n == "log_submit") {
     need(Role::kLogSubmit, {"lsn", "bytes"});
+  } else if (s == "log" && n == "ail_push") {
+    need(Role::kAilPush, {"target"});
   } else if (s == "log" && n == "cil_push") {
     need(Role::kCilPush, {});
   } else if (s == "log" && n == "log_force") {
@@ -199,6 +201,9 @@ void TracePlot::Add(const TraceEntry& entry, const EventTable& events) {
     case Role::kLogSubmit:
       head_.push_back({t, (f(0) & 0xffffffffu) * kLogSectorBytes, 0, 0});
       submits_.push_back({t, f(1), 0, 0});
+      break;
+    case Role::kAilPush:
+      ail_target_.push_back({t, (f(0) & 0xffffffffu) * kLogSectorBytes, 0, 0});
       break;
     case Role::kGrantSleep:
       sleeps_.push_back({t, f(0), 0, 0});
@@ -259,7 +264,7 @@ Result<PlotReport> TracePlot::Draw(const PlotOptions& o) const {
   };
 
   // log_space.png
-  if (!grant_.empty() || !head_.empty()) {
+  if (!grant_.empty() || !head_.empty() || !ail_target_.empty()) {
     std::string data = "# seconds reserve_grant_MiB write_grant_MiB log_used_MiB\n";
     const std::size_t step = std::max<std::size_t>(1, (grant_.size() + kMaxPoints - 1) / kMaxPoints);
     for (std::size_t i = 0; i < grant_.size(); i += step) {
@@ -278,6 +283,11 @@ Result<PlotReport> TracePlot::Draw(const PlotOptions& o) const {
     for (std::size_t i = 0; i < head_.size(); i += hstep)
       head += fmt::format("{:.6f} {:.4f}\n", secs(head_[i].t), static_cast<double>(head_[i].a) / kMiB);
     WALFS_RETURN_IF_ERROR(WriteFile(dir + "/log_head.dat", head));
+    std::string target = "# seconds ail_push_target_offset_MiB\n";
+    const std::size_t astep = std::max<std::size_t>(1, (ail_target_.size() + kMaxPoints - 1) / kMaxPoints);
+    for (std::size_t i = 0; i < ail_target_.size(); i += astep)
+      target += fmt::format("{:.6f} {:.4f}\n", secs(ail_target_[i].t), static_cast<double>(ail_target_[i].a) / kMiB);
+    WALFS_RETURN_IF_ERROR(WriteFile(dir + "/ail_target.dat", target));
     begin_figure("log_space.png", "Log space: grant heads, space in use, log head");
     gp += "set xlabel 'seconds since the first plotted event'\nset ylabel 'MiB'\n";
     std::vector<std::string> series;
@@ -291,10 +301,13 @@ Result<PlotReport> TracePlot::Draw(const PlotOptions& o) const {
     }
     if (!head_.empty())
       series.push_back(fmt::format("{} using 1:2 with points pt 7 ps 0.4 title 'log head offset'", path("log_head.dat")));
+    if (!ail_target_.empty())
+      series.push_back(fmt::format("{} using 1:2 with points pt 2 ps 0.6 title 'AIL push target offset'",
+                                   path("ail_target.dat")));
     gp += "plot ";
     for (std::size_t i = 0; i < series.size(); ++i) gp += (i ? ", \\\n     " : "") + series[i];
     gp += "\n";
-    report.drawn.push_back({"log_space.png", fmt::format("{} grant_bytes samples, {} log writes{}", grant_.size(), head_.size(),
+    report.drawn.push_back({"log_space.png", fmt::format("{} grant_bytes samples, {} log writes, {} AIL pushes{}", grant_.size(), head_.size(), ail_target_.size(),
                                                          log_bytes_ > 0 ? fmt::format(", a {:.2f} MiB log", static_cast<double>(log_bytes_) / kMiB) : "")});
   } else {
     report.skipped.push_back({"log_space.png", "no journal_grant_bytes or log_log_submit events"});

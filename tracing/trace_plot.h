@@ -89,7 +89,7 @@ class TracePlot {
   // What an event id is to the figures; resolved once per id.
   enum class Role : std::uint8_t {
     kUnresolved, kNone, kGrantBytes, kLogSubmit, kGrantSleep, kGrantWake, kWakeBatch,
-    kCilPush, kLogForce, kFuseExit,
+    kCilPush, kLogForce, kFuseExit, kAilPush,
   };
   struct Resolved {
     Role role = Role::kUnresolved;
@@ -111,6 +111,7 @@ class TracePlot {
 
   std::vector<Sample> grant_;        // reserve, write, tail space (bytes)
   std::vector<Sample> head_;         // log head offset (bytes), -, -
+  std::vector<Sample> ail_target_;   // the AIL push target's offset in the log (bytes), -, -
   std::vector<Sample> sleeps_;       // head index, -, -
   std::vector<Sample> wakes_;        // head index, -, -
   std::vector<Sample> batches_;      // count, -, -

@@ -266,6 +266,20 @@ TEST_F(TracePlotTest, FuseLatencyKeepsTheOpcodesOfMostTotalTimeAndNamesTheOthers
   EXPECT_NE(report->drawn[0].what.find("left out: lookup"), std::string::npos) << report->drawn[0].what;
 }
 
+TEST_F(TracePlotTest, TheAilPushTargetIsDrawnWhereItIsInTheLog) {
+  if (!HaveGnuplot()) GTEST_SKIP() << "gnuplot is not installed (scripts/setup.sh installs gnuplot-nox)";
+  EventTable t;
+  ASSERT_TRUE(t.Add(EventInfo{.id = 1, .subsystem = "log", .name = "ail_push", .kind = EventKind::kInstant,
+                              .fields = {{"target"}, {"pushed"}, {"pinned"}, {"busy"}}})
+                  .ok());
+  // Cycle 3, sector 4096: 2 MiB into the log.
+  plot_.Add(Rec(1, 1000, {(3ull << 32) | 4096, 5, 0, 0}), t);
+  auto report = plot_.Draw(Options());
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_EQ(DataRows(dir_ / "ail_target.dat"), (std::vector<std::string>{"0.000000 2.0000"}));
+  EXPECT_NE(ReadFile(dir_ / "plot.gp").find("title 'AIL push target offset'"), std::string::npos);
+}
+
 TEST_F(TracePlotTest, TheLogsSizeIsALineWhenTheTraceCarriesIt) {
   if (!HaveGnuplot()) GTEST_SKIP() << "gnuplot is not installed (scripts/setup.sh installs gnuplot-nox)";
   EventTable t;
