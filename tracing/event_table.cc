@@ -4,6 +4,20 @@
 
 namespace walfs::tracing {
 
+int FieldIndex(const EventInfo& e, std::string_view name) {
+  for (std::size_t i = 0; i < e.fields.size(); ++i)
+    if (e.fields[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+bool FieldIndexes(const EventInfo& e, std::initializer_list<std::string_view> names, int* out) {
+  for (std::string_view n : names) {
+    *out = FieldIndex(e, n);
+    if (*out++ < 0) return false;
+  }
+  return true;
+}
+
 EventTable EventTable::FromCatalogue(const Catalogue& catalogue) {
   EventTable table;
   for (const EventDef* def : catalogue.Events()) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -42,6 +43,13 @@ struct EventInfo {
   std::string full_name() const { return subsystem + "_" + name; }
   bool operator==(const EventInfo&) const = default;
 };
+
+// The index of `e`'s field named `name`, or -1.  Readers find fields by
+// name, so a trace of another build (more fields, another order) reads the same.
+int FieldIndex(const EventInfo& e, std::string_view name);
+// Every one of `names`' indexes, in order, into out[0..]; false when one is
+// missing (an event of the same name from a build with other fields: not ours).
+bool FieldIndexes(const EventInfo& e, std::initializer_list<std::string_view> names, int* out);
 
 class EventTable {
  public:

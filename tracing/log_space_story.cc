@@ -9,11 +9,6 @@ namespace walfs::tracing {
 
 namespace {
 
-int FieldIndex(const EventInfo& e, std::string_view name) {
-  for (std::size_t i = 0; i < e.fields.size(); ++i)
-    if (e.fields[i].name == name) return static_cast<int>(i);
-  return -1;
-}
 
 double Us(std::uint64_t ns) { return static_cast<double>(ns) / 1e3; }
 
@@ -45,12 +40,7 @@ const LogSpaceStory::Resolved& LogSpaceStory::Resolve(std::uint16_t id, const Ev
   if (e == nullptr) return r;  // not defined yet: look again at the next record
   r.role = Role::kNone;
   auto need = [&](Role role, std::initializer_list<std::string_view> names) {
-    int i = 0;
-    for (std::string_view n : names) {
-      r.f[i] = FieldIndex(*e, n);
-      if (r.f[i] < 0) return;  // another build's event of the same name: not ours
-      ++i;
-    }
+    if (!FieldIndexes(*e, names, r.f)) return;
     r.role = role;
     r.mode = FieldIndex(*e, "mode");
   };

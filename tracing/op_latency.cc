@@ -6,11 +6,6 @@ namespace walfs::tracing {
 
 namespace {
 
-int FieldIndex(const EventInfo& e, std::string_view name) {
-  for (std::size_t i = 0; i < e.fields.size(); ++i)
-    if (e.fields[i].name == name) return static_cast<int>(i);
-  return -1;
-}
 
 double Ms(std::uint64_t ns) { return static_cast<double>(ns) / 1e6; }
 double Us(std::uint64_t ns) { return static_cast<double>(ns) / 1e3; }

@@ -28,11 +28,6 @@ constexpr std::uint64_t kLogSectorBytes = 512;
 constexpr std::size_t kMaxOps = 8;  // opcodes drawn in fuse_latency.png
 constexpr int kRateBuckets = 300;   // time slices of the per-second figures
 
-int FieldIndex(const EventInfo& e, std::string_view name) {
-  for (std::size_t i = 0; i < e.fields.size(); ++i)
-    if (e.fields[i].name == name) return static_cast<int>(i);
-  return -1;
-}
 
 // gnuplot's single-quoted string: '' stands for one quote.
 std::string Quote(std::string_view s) {
@@ -138,13 +133,7 @@ const TracePlot::Resolved& TracePlot::Resolve(std::uint16_t id, const EventTable
   if (e == nullptr) return r;  // not defined yet: try again at the next record
   r.role = Role::kNone;
   auto need = [&](Role role, std::initializer_list<std::string_view> names) {
-    std::size_t i = 0;
-    for (std::string_view n : names) {
-      r.field[i] = FieldIndex(*e, n);
-      if (r.field[i] < 0) return;  // another build's event of the same name: not ours
-      ++i;
-    }
-    r.role = role;
+    if (FieldIndexes(*e, names, r.field.data())) r.role = role;
   };
   const std::string& s = e->subsystem;
   const std::string& n = e->name;
