@@ -82,6 +82,25 @@ if [[ -n $helper_dir ]]; then
   fi
 fi
 
+# The README's main job (scripts/main.sh) builds only what it runs and what
+# the install copies: every program and man page installed above must be the
+# output (-o, help2man's --output=) of a command ninja runs for main.sh's --target list, so that
+# `cmake --install build` works after that job too, not only after a full build.
+source_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+main_targets=$(sed -n '/cmake --build build .*--target/,/[^\\]$/p' "$source_dir/scripts/main.sh" |
+  tr -d '\\\n' | sed 's/.*--target//')
+if [[ -z $main_targets ]]; then
+  fail "no --target list found in scripts/main.sh"
+elif commands=$(ninja -C "$build" -t commands $main_targets 2>&1); then
+  for f in "$prefix/$bindir"/* "$prefix/$sbindir"/* "$prefix/$mandir"/man*/*; do
+    name=$(basename "$f")
+    grep -qE -- "(-o |--output=)[^ ]*/$name( |\$)" <<<"$commands" ||
+      fail "scripts/main.sh's targets do not build $name, which the install copies"
+  done
+else
+  fail "ninja -t commands for main.sh's targets failed: $commands"
+fi
+
 if ((failures > 0)); then
   echo "$failures problem(s) in the installed tree" >&2
   exit 1
