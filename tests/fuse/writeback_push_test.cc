@@ -80,8 +80,9 @@ class WritebackPush : public MountedFs {
   // checkpoint of what they brought is written to the image: the CIL is
   // empty and the last pushed checkpoint's records are out
   // (cil_written_seq), whether a lazy push or a background one wrote them.
-  // (Counting lazy pushes was not enough: under TSan a background push had
-  // emptied the CIL and was still writing when the daemon was killed.)
+  // (Counting lazy pushes is not enough: a background push that emptied the
+  // CIL may still be writing, and CI's TSan job once lost a file's data
+  // after that condition held.)
   // Up to 10 s, for a loaded machine.  Returns the stats then.
   std::string WaitPushedAndWrittenOut(long long before) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
