@@ -26,7 +26,10 @@ assert d["summary"][0]["records"] > 0 and d["summary"][0]["lost"] == 0, d["summa
 assert any(e["event"] == "journal_reserve" for e in d["events"])
 assert d["operations"] == [] and d["callers"] == []
 space = d["log_space"][0]
-assert space["samples"] > 0 and space["log_mib"] > 0 and 0 < space["peak_used_pct"] <= 100, space
+# (peak use may pass 100 %: tail space plus grant can sum past the log's size,
+# which is why free space is clamped at 0 in journal/log_space.h; a TSan run
+# showed 102 %)
+assert space["samples"] > 0 and space["log_mib"] > 0 and space["peak_used_pct"] > 0, space
 for row in d["grant_heads"]:
     assert row["mode"] == "wakeq" and row["head"] in ("reserve", "write"), row
 PY
