@@ -1138,8 +1138,9 @@ std::string Filesystem::StatsText() const {
         h->wake_syscalls, h->duplicate_wakes, h->duplicate_wakes_avoided, h->useful_wakes,
         h->futile_wakes, h->signals_under_lock, h->signals_after_unlock);
   }
-  out += fmt::format("ail_items {}\nail_tail {}\nail_pushes {}\nail_log_forces {}\n", ls.ail.items,
-                     journal::LsnString(ls.ail.tail), ls.ail.pushes, ls.ail.log_forces);
+  out += fmt::format("ail_items {}\nail_tail {}\nail_target {}\nail_pushes {}\nail_tail_moves {}\nail_log_forces {}\n",
+                     ls.ail.items, journal::LsnString(ls.ail.tail), journal::LsnString(ls.ail.target), ls.ail.pushes,
+                     ls.ail.tail_moves, ls.ail.log_forces);
   out += fmt::format("cil_commits {}\ncil_pushes {}\ncil_forces {}\ncil_forced_pushes {}\ncil_empty_forces {}\n",
                      ls.cil.commits, ls.cil.pushes, ls.cil.forces, ls.cil.forced_pushes, ls.cil.empty_forces);
   out += fmt::format("cil_background_pushes {}\ncil_timed_pushes {}\ncil_seq {}\ncil_items {}\ncil_committed_seq {}\n"

@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "base/report.h"
+#include "tools/log_bar.h"
 
 namespace walfs::tracing {
 
@@ -122,14 +123,6 @@ std::string NamedCaller(const std::string& caller) {
   return comm.empty() ? caller : comm + caller.substr(5);
 }
 
-std::string Bar(double tail, double grant, double size, int width) {
-  if (size <= 0) return std::string(static_cast<std::size_t>(width), '?');
-  const int t = std::clamp(static_cast<int>(std::lround(tail / size * width)), 0, width);
-  const int g = std::clamp(static_cast<int>(std::lround((tail + grant) / size * width)), t, width);
-  return std::string(static_cast<std::size_t>(t), '#') + std::string(static_cast<std::size_t>(g - t), '=') +
-         std::string(static_cast<std::size_t>(width - g), '.');
-}
-
 std::string Table(const Report& r) {
   // Report prints to a FILE*; a frame is built whole, then written once.
   char* buf = nullptr;
@@ -195,13 +188,28 @@ std::string Frame(const TopOptions& o, const Stats& a, const Stats& b, double dt
   }
 
   // The log.
-  const double size = Num(b, "log_bytes"), tail = Num(b, "tail_space_bytes");
-  const double grant = std::max(Num(b, "reserve_grant_bytes"), Num(b, "write_grant_bytes"));
-  f += fmt::format("\nlog      [{}]  {:.1f} % of {:.2f} MiB in use (# written, not yet freed; = granted)\n",
-                   Bar(tail, grant, size, 50), size > 0 ? 100 * (tail + grant) / size : 0.0, size / (1 << 20));
-  f += fmt::format("         head {}  tail {}  reserve grant {:.1f} KiB  write grant {:.1f} KiB  ail items {}\n",
-                   Str(b, "log_head"), Str(b, "log_tail"), Num(b, "reserve_grant_bytes") / 1024,
-                   Num(b, "write_grant_bytes") / 1024, Str(b, "ail_items"));
+  LogPicture log;
+  log.size = Num(b, "log_bytes");
+  log.tail_space = Num(b, "tail_space_bytes");
+  log.grant = std::max(Num(b, "reserve_grant_bytes"), Num(b, "write_grant_bytes"));
+  log.target_past_tail = static_cast<double>(
+      BytesPastTail(Str(b, "log_tail"), Str(b, "ail_target"), static_cast<std::uint64_t>(log.size)));
+  f += fmt::format("\nlog      [{}]  {:.1f} % of {:.2f} MiB in use (# written, not yet freed; = granted; "
+                   "| AIL target)\n",
+                   LogBar(log, 50), log.size > 0 ? 100 * (log.tail_space + log.grant) / log.size : 0.0,
+                   log.size / (1 << 20));
+  f += fmt::format("         head {}  tail {}  reserve grant {:.1f} KiB  write grant {:.1f} KiB\n", Str(b, "log_head"),
+                   Str(b, "log_tail"), Num(b, "reserve_grant_bytes") / 1024, Num(b, "write_grant_bytes") / 1024);
+  // The pusher's last target: none while a quarter of the log is free,
+  // reached once the tail has passed it, else how far it still has to go.
+  const std::string target = Str(b, "ail_target");
+  std::string where = "reached";
+  if (target == "0:0" || target.empty())
+    where = "none: a quarter of the log is free";
+  else if (log.target_past_tail > 0)
+    where = fmt::format("{:.1f} KiB past the tail", log.target_past_tail / 1024);
+  f += fmt::format("ail      {} items  target {} ({})  pushes/s {:.1f}  tail moves/s {:.1f}\n", Str(b, "ail_items"),
+                   target, where, rate("ail_pushes"), rate("ail_tail_moves"));
   const double sleeps = (Num(b, "reserve_sleeps") + Num(b, "write_sleeps")) - (Num(a, "reserve_sleeps") + Num(a, "write_sleeps"));
   const double wakes = (Num(b, "reserve_wakes_issued") + Num(b, "write_wakes_issued")) -
                        (Num(a, "reserve_wakes_issued") + Num(a, "write_wakes_issued"));
@@ -215,8 +223,8 @@ std::string Frame(const TopOptions& o, const Stats& a, const Stats& b, double dt
   f += fmt::format("forces   waited/s {:.1f}   wait p50 {} us  p99 {} us  max {} us (since mount)\n",
                    rate("log_force_waits"), Str(b, "log_force_wait_p50_us"), Str(b, "log_force_wait_p99_us"),
                    Str(b, "log_force_wait_max_us"));
-  f += fmt::format("buffers  {} cached ({:.0f} hits/s, {:.0f} misses/s)   dirty in the AIL {}\n", Str(b, "buffers"),
-                   rate("buffer_hits"), rate("buffer_misses"), Str(b, "ail_items"));
+  f += fmt::format("buffers  {} cached ({:.0f} hits/s, {:.0f} misses/s)\n", Str(b, "buffers"), rate("buffer_hits"),
+                   rate("buffer_misses"));
 
   // Callers, from the trace.
   if (!traced) {

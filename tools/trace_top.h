@@ -6,7 +6,9 @@
 //   FUSE requests per second and the busiest opcodes (count, req/s, p50 and
 //   p99: of this interval from the trace when fs exit events are on, else
 //   since mount from the stats); the log as a bar (tail space and grant
-//   heads against its size) with head, tail and the AIL's items; grant-head
+//   heads against its size, the AIL's push target; tools/log_bar.h) with
+//   head and tail; the AIL's items, its target and how far it has to go,
+//   its pushes and tail moves per second; grant-head
 //   sleeps per second and wakes per sleep; CIL pushes, log writes and
 //   forces per second and the force waits; cached buffers; and, from the
 //   trace, the busiest callers.

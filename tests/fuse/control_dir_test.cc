@@ -304,6 +304,10 @@ TEST_F(ControlDir, TopCountsWhatTheStatsCountAndNamesTheCallers) {
   EXPECT_EQ(create[1], "40") << "the interval's creates:\n" << frame.out;
   EXPECT_NE(frame.out.find("since mount, from the stats"), std::string::npos) << frame.out;
   EXPECT_NE(frame.out.find("\nlog      ["), std::string::npos) << frame.out;
+  const std::vector<std::string> ail = cells("ail");
+  ASSERT_GE(ail.size(), 5u) << frame.out;
+  EXPECT_EQ(ail[3], "target") << frame.out;
+  EXPECT_NE(ail[4].find(':'), std::string::npos) << "the target's LSN:\n" << frame.out;
   EXPECT_EQ(frame.out.find("\x1b["), std::string::npos) << "no ANSI codes in a pipe";
 
   // With the fs events on: latency of the interval and the caller, from the trace.
