@@ -53,7 +53,10 @@ Result<std::vector<CrashState>> PlanCrashStates(const RecordingDevice& rec, cons
                       .prefix = last + 1, .torn_sectors = 1, .plan = {}});
   };
   if (options.every_prefix) {
-    for (std::size_t n = options.first_op + 1; n <= ops.size(); ++n) prefix(n);
+    const std::size_t stride = std::max<std::size_t>(1, options.prefix_stride);
+    for (std::size_t n = options.first_op + 1; n <= ops.size(); ++n)
+      if ((n - options.first_op - 1) % stride == 0 || n == ops.size() || ops[n - 1].kind == RecordedOp::Kind::kFlush)
+        prefix(n);
   } else {
     for (std::size_t f : rec.FlushPoints())
       if (f + 1 > options.first_op) prefix(f + 1);

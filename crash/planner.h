@@ -44,6 +44,9 @@ struct PlannerOptions {
   int max_tries = 400;      // draws (a sample with no write landing is not refused)
   std::size_t first_op = 0;  // no state before this op (a fixed setup)
   bool every_prefix = false;   // every prefix, not only those ending at a flush
+  // With every_prefix: every stride-th prefix, and always those that end at
+  // a flush and the whole recording (a sanitizer build's smaller campaign).
+  std::size_t prefix_stride = 1;
 };
 
 Result<std::vector<CrashState>> PlanCrashStates(const RecordingDevice& rec, const PlannerOptions& options);

@@ -34,12 +34,19 @@
 #     Dir.AHugeDirectory... entries      100,000 -> 50,000 -> 25,000
 #     walfs_crashtest_quick (random      --ops 200 --samples 16; tsan
 #     workload; seq-1 is FsCrashShort)   --ops 100 --samples 8
+#     FsCrashDiscard, FsCrashPreallocated 400 -> 400 -> 100 operations
+#     UninitAgCrash, FsckRepairCrash     every prefix -> every -> every
+#                                        4th (and each ending at a flush)
 #     walfs_killtest_quick               gcc only
 # (an explicit WALFS_FS_CRASH_SEEDS, WALFS_FS_FAULT_SEEDS,
 # WALFS_HOSTILE_SEEDS or WALFS_HOSTILE_LOG_SEEDS in the environment wins
 # in every job).  The asan and
 # tsan builds leave out walfs-killtest and walfs-hostile, which no test
 # runs there (`ninja -C DIR walfs-hostile` builds them on request).
+#
+# Every job builds with -DWALFS_DEBUG_INFO=lines (line tables only: what
+# a sanitizer report, a backtrace and perf need, a third less compile time
+# than -g) and precompiled headers (WALFS_PCH, on by default).
 #
 # Each ctest prints its own summary; the last line of the run is the total
 # over all jobs, "N passed, N failed".
@@ -115,7 +122,7 @@ run_job() {
   if ((${#env_vars[@]} > 0)); then echo "==== env ${env_vars[*]}"; fi
   echo "================================================================"
 
-  cmake -G Ninja -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+  cmake -G Ninja -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWALFS_DEBUG_INFO=lines "$@"
   cmake --build "$dir" -j "$jobs" "${build_args[@]}"
 
   # A test that hangs fails after --timeout seconds instead of eating CI.

@@ -70,6 +70,11 @@ TEST_P(FsCrash, EveryCrashStateKeepsFsyncedFilesAndNoStaleData) {
 
 INSTANTIATE_TEST_SUITE_P(Seeds, FsCrash, ::testing::ValuesIn(Seeds()));
 
+// The one-seed campaigns below run the random workload's full 400
+// operations, a quarter of them under TSan (each crash state is a mount
+// and a check there, ten times dearer).
+constexpr int kOneSeedOps = walfs::testing::ForBuild({.full = 400, .address = 400, .thread = 100});
+
 // With -o discard the recording holds a write of zeros for every freed run
 // once its checkpoint is on disk (docs/fs.md, "Discard"), and every crash
 // state must still pass every oracle: a discard of a block a live file owns
@@ -78,7 +83,7 @@ INSTANTIATE_TEST_SUITE_P(Seeds, FsCrash, ::testing::ValuesIn(Seeds()));
 // file whose unlink a crash state undoes; discarding at commit time passed
 // here).  TrimTest and OnlineDiscardTest (trim_test.cc) cover that window.
 TEST(FsCrashDiscard, EveryCrashStateWithOnlineDiscardKeepsFsyncedFilesAndNoStaleData) {
-  const crash::RunResult r = crash::RunCrashTest({.seed = 1, .discard = true});
+  const crash::RunResult r = crash::RunCrashTest({.seed = 1, .ops = kOneSeedOps, .discard = true});
   ExpectPasses(r);
 }
 // Writes into fallocated space: the data (and the zeros a write puts over a
@@ -86,7 +91,7 @@ TEST(FsCrashDiscard, EveryCrashStateWithOnlineDiscardKeepsFsyncedFilesAndNoStale
 // before the transaction that marks the blocks written, or a crash state
 // shows a block's old bytes where the file should read zeros or the write.
 TEST(FsCrashPreallocated, EveryCrashStateOfWritesIntoUnwrittenExtentsKeepsFsyncedFilesAndNoStaleData) {
-  const crash::RunResult r = crash::RunCrashTest({.seed = 1, .preallocate = true});
+  const crash::RunResult r = crash::RunCrashTest({.seed = 1, .ops = kOneSeedOps, .preallocate = true});
   ExpectPasses(r);
 }
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FsCrash);  // no seeds under TSan

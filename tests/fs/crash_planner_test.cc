@@ -1,0 +1,70 @@
+// The crash planner's prefixes (crash/planner.h).
+#include "crash/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "base/block_device_memory.h"
+#include "base/block_device_recording.h"
+
+namespace walfs::crash {
+namespace {
+
+// Ten 4 KiB writes with a flush after the fifth: ops 0-4 writes, 5 the
+// flush, 6-10 writes (11 ops).
+std::unique_ptr<RecordingDevice> Recorded(MemoryDevice* disk) {
+  auto rec = RecordingDevice::Create(disk);
+  EXPECT_TRUE(rec.ok()) << rec.status().ToString();
+  const std::vector<char> block(4096, 'x');
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_TRUE((*rec)->Write(static_cast<std::uint64_t>(i) * 4096, block.data(), block.size()).ok());
+    if (i == 4) EXPECT_TRUE((*rec)->Flush().ok());
+  }
+  return std::move(rec).value();
+}
+
+std::vector<std::size_t> Prefixes(const std::vector<CrashState>& states) {
+  std::vector<std::size_t> out;
+  for (const CrashState& s : states)
+    if (s.kind == CrashState::Kind::kPrefix) out.push_back(s.prefix);
+  return out;
+}
+
+TEST(CrashPlanner, EveryPrefixPlansEachPrefixOfTheRecording) {
+  MemoryDevice disk(1 << 20);
+  auto rec = Recorded(&disk);
+  ASSERT_EQ(rec->ops().size(), 11u);
+  auto states = PlanCrashStates(*rec, {.samples = 0, .every_prefix = true});
+  ASSERT_TRUE(states.ok()) << states.status().ToString();
+  EXPECT_EQ(Prefixes(*states), (std::vector<std::size_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+}
+
+TEST(CrashPlanner, APrefixStrideKeepsEveryFlushAndTheWholeRecording) {
+  MemoryDevice disk(1 << 20);
+  auto rec = Recorded(&disk);
+  auto states = PlanCrashStates(*rec, {.samples = 0, .every_prefix = true, .prefix_stride = 4});
+  ASSERT_TRUE(states.ok()) << states.status().ToString();
+  // 1, 5, 9 by the stride; 6 ends at the flush (op 5); 11 is the whole run.
+  EXPECT_EQ(Prefixes(*states), (std::vector<std::size_t>{1, 5, 6, 9, 11}));
+}
+
+TEST(CrashPlanner, APrefixStrideCountsFromTheFirstOp) {
+  MemoryDevice disk(1 << 20);
+  auto rec = Recorded(&disk);
+  auto states = PlanCrashStates(*rec, {.samples = 0, .first_op = 6, .every_prefix = true, .prefix_stride = 2});
+  ASSERT_TRUE(states.ok()) << states.status().ToString();
+  EXPECT_EQ(Prefixes(*states), (std::vector<std::size_t>{7, 9, 11}));
+}
+
+TEST(CrashPlanner, AStrideOfZeroMeansEveryPrefix) {
+  MemoryDevice disk(1 << 20);
+  auto rec = Recorded(&disk);
+  auto states = PlanCrashStates(*rec, {.samples = 0, .every_prefix = true, .prefix_stride = 0});
+  ASSERT_TRUE(states.ok()) << states.status().ToString();
+  EXPECT_EQ(Prefixes(*states).size(), 11u);
+}
+
+}  // namespace
+}  // namespace walfs::crash
