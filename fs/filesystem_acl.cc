@@ -24,7 +24,6 @@ using format::InodeCore;
 using journal::TransType;
 
 namespace {
-Status Errno(int err, std::string_view what) { return Status::FromErrno(err, what); }
 
 // The largest ACL value an inode can inherit: one B+tree record with its
 // name, so that a new directory's two ACLs fit the one leaf the create

@@ -30,7 +30,6 @@ constexpr std::uint32_t kMaxAllocRun = 1024;                    // blocks per al
 constexpr std::uint32_t kUnmapPerStep = 2;                      // extents freed per truncate step
 constexpr std::uint64_t kMapChangeBlocks = 2 * FileMap::kMaxLevels + 1;
 std::uint64_t EndOf(const Extent& e) { return e.file_block + e.length; }
-Status Errno(int err, std::string_view what) { return Status::FromErrno(err, what); }
 
 class ExclusiveLock {
  public:

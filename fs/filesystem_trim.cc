@@ -5,12 +5,9 @@
 #include <fmt/format.h>
 
 #include "fs/filesystem.h"
+#include "fs/fs_op.h"
 
 namespace walfs::fs {
-
-namespace {
-Status Errno(int err, std::string_view what) { return Status::FromErrno(err, what); }
-}  // namespace
 
 Result<std::uint64_t> Filesystem::Trim(std::uint64_t start, std::uint64_t len, std::uint64_t minlen) {
   // Read-only covers norecovery, where the bitmaps in memory are not what

@@ -29,7 +29,6 @@ using journal::TransType;
 namespace {
 constexpr std::uint64_t kHashMask = ~std::uint64_t{0xffff};
 constexpr std::uint32_t kMaxChunks = 256;
-Status Errno(int err, std::string_view what) { return Status::FromErrno(err, what); }
 
 bool HasXattrs(const InodeCore& c) { return c.aformat == format::ForkFormat::kBtree; }
 std::uint64_t KeyOf(std::uint64_t hash, std::uint32_t coll, std::uint32_t chunk) {

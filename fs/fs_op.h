@@ -63,5 +63,7 @@ void StoreCore(const InodeRef& ip, format::InodeCore next);
 format::Timestamp Now();
 // A directory entry's file type (DT_*) for an inode mode.
 std::uint8_t DirentType(std::uint32_t mode);
+// The error an operation returns to a POSIX caller (Status::ToErrno).
+inline Status Errno(int err, std::string_view what) { return Status::FromErrno(err, what); }
 
 }  // namespace walfs::fs

@@ -31,7 +31,7 @@ const OpLatency::Resolved& OpLatency::Resolve(std::uint16_t id, const EventTable
   const std::string op = e->name.substr(0, e->name.size() - 5);
   auto it = std::find_if(ops_.begin(), ops_.end(), [&](const Op& o) { return o.name == op; });
   if (it == ops_.end()) {
-    ops_.push_back(Op{.name = op});
+    ops_.push_back(Op{.name = op, .latencies_ns = {}});
     it = ops_.end() - 1;
   }
   r.op = static_cast<int>(it - ops_.begin());
