@@ -1,4 +1,8 @@
-// The B+tree's algorithms over the node format (fs/format/btree_format.h).
+// The B+tree's algorithms over the node format (fs/format/btree_format.h),
+// one concept past STYLE.md's 600 lines: lookup and scans, insert with
+// splits, erase with the collapse of emptied nodes, and the teardown share
+// the path of steps and the node checks below, and each reads only beside
+// the others (as XFS's libxfs/xfs_btree.c is one file).
 //
 // Paths.  Every operation walks from the root to one leaf, choosing in each
 // internal node the entry with the largest key <= the search key (entry 0

@@ -1,3 +1,11 @@
+// LogWriter (journal/log_writer.h): the iclog ring's state machine in one
+// file, past the 600 lines STYLE.md asks for, because it is one concept:
+// every function here moves iclogs through ACTIVE ... DIRTY under the one
+// lock (mu_), and the invariants that make it correct -- completions in LSN
+// order, a record's bytes paid from the fund, an iclog reused only after
+// its callbacks -- hold across all of them at once.  Split by step (write,
+// sync, completion, force) each file would hold half of every invariant;
+// XFS keeps the same machine in xfs_log.c for the same reason.
 #include "journal/log_writer.h"
 
 #include <algorithm>

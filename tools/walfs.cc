@@ -26,12 +26,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,218 +46,25 @@
 #include "tools/cli.h"
 #include "tools/stale_mount.h"
 #include "tools/growfs.h"
+#include "tools/mount_point.h"
+#include "tools/walfs_args.h"
 #include "tools/walfs_sync.h"
 #include "tracing/options.h"
 #include "tracing/tracer.h"
 
 namespace {
 
+using walfs::tools::Config;
+using walfs::tools::HidesImage;
+using walfs::tools::MountSource;
+using walfs::tools::ParseNumber;
+using walfs::tools::ParseTimeout;
+using walfs::tools::ResolveMountpoint;
+
 constexpr int kUsageExit = walfs::cli::kUsageExit;
 constexpr int kMountFailedExit = 32;  // mount(8): "mount failure"
 
-struct Config {
-  char* image = nullptr;
-  // As given: fuse_parse_cmdline would resolve it (realpath) and call a
-  // missing one a bad command line; walfs checks it as part of mounting.
-  char* mountpoint = nullptr;
-  char* wake = nullptr;
-  // Numbers are taken as text and parsed whole (fuse_opt's %u takes "-3"
-  // as 4294967293 and "5s" as 5): ParseNumber.
-  char* logbufs = nullptr;
-  char* logbsize = nullptr;
-  char* threads = nullptr;
-  char* commit = nullptr;  // seconds; parsed whole (fuse_opt's %u ignores trailing text)
-  int writeback_cache = -1;  // -1: the default (on)
-  char* wb_reserve_mb = nullptr;
-  char* wb_push_ms = nullptr;  // milliseconds; parsed whole
-  char* lazy_commit = nullptr;  // milliseconds; parsed whole
-  char* zeroout_kb = nullptr;   // KiB; parsed whole
-  int trace_poll = 0;
-  int ro = 0;
-  int norecovery = 0;
-  int sync_io = 0;   // io=sync: pread/pwrite instead of io_uring
-  int force_io_inline = 0, force_io_device = 0;  // force_io=inline|device
-  int uring_io = 0;  // io=uring: io_uring even for an image in memory
-  int fault_injection = 0;
-  int discard = 0;
-  char* trace_wakeup = nullptr;
-  char* trace_delay_us = nullptr;
-  char* trace_recursion = nullptr;
-  char* trace_buffer_kb = nullptr;
-  // What the kernel may cache and skip (mount/kernel_policy.h).
-  char* attr_timeout = nullptr;
-  char* entry_timeout = nullptr;
-  char* negative_timeout = nullptr;
-  int flush_requests = 0;
-  int opendir_requests = 0;
-  int no_killpriv_v2 = 0;
-  char* transport = nullptr;    // auto, dev or uring
-  char* uring_lanes = nullptr;  // lanes per ring queue; parsed whole
-  int remount = 0;
-  int help = 0;
-  std::string bad_choice;  // set by ProcessArg: what is wrong with an io=/force_io= value
-
-  Config() = default;
-  Config(const Config&) = delete;
-  Config& operator=(const Config&) = delete;
-  // fuse_opt_parse strdup()s every string option.
-  ~Config() {
-    for (char* p :
-         {image, mountpoint, wake, commit, trace_wakeup, trace_recursion, attr_timeout, entry_timeout,
-          negative_timeout, wb_reserve_mb, wb_push_ms, logbufs, logbsize, threads, trace_delay_us, trace_buffer_kb,
-          lazy_commit, zeroout_kb, transport, uring_lanes})
-      free(p);
-  }
-};
-
-#define WALFS_OPT(t, p) {t, offsetof(Config, p), 1}
-const fuse_opt kOptions[] = {
-    WALFS_OPT("wake=%s", wake),
-    WALFS_OPT("logbufs=%s", logbufs),
-    WALFS_OPT("logbsize=%s", logbsize),
-    WALFS_OPT("threads=%s", threads),
-    WALFS_OPT("commit=%s", commit),
-    {"writeback_cache", offsetof(Config, writeback_cache), 1},
-    {"nowriteback_cache", offsetof(Config, writeback_cache), 0},
-    WALFS_OPT("wb_reserve_mb=%s", wb_reserve_mb),
-    WALFS_OPT("wb_push_ms=%s", wb_push_ms),
-    WALFS_OPT("lazy_commit_ms=%s", lazy_commit),
-    WALFS_OPT("zeroout_kb=%s", zeroout_kb),
-    WALFS_OPT("trace_poll", trace_poll),
-    WALFS_OPT("norecovery", norecovery),
-    WALFS_OPT("io=sync", sync_io),
-    WALFS_OPT("force_io=inline", force_io_inline),
-    WALFS_OPT("force_io=device", force_io_device),
-    WALFS_OPT("io=uring", uring_io),
-    WALFS_OPT("fault_injection", fault_injection),
-    WALFS_OPT("discard", discard),
-    WALFS_OPT("trace_wakeup=%s", trace_wakeup),
-    WALFS_OPT("trace_delay_us=%s", trace_delay_us),
-    WALFS_OPT("trace_recursion=%s", trace_recursion),
-    WALFS_OPT("trace_buffer_kb=%s", trace_buffer_kb),
-    WALFS_OPT("attr_timeout=%s", attr_timeout),
-    WALFS_OPT("entry_timeout=%s", entry_timeout),
-    WALFS_OPT("negative_timeout=%s", negative_timeout),
-    WALFS_OPT("flush_requests", flush_requests),
-    WALFS_OPT("opendir_requests", opendir_requests),
-    WALFS_OPT("nokillpriv_v2", no_killpriv_v2),
-    WALFS_OPT("transport=%s", transport),
-    WALFS_OPT("uring_lanes=%s", uring_lanes),
-    WALFS_OPT("-h", help),
-    WALFS_OPT("--help", help),
-    FUSE_OPT_END,
-};
-
-int ProcessArg(void* data, const char* arg, int key, fuse_args*) {
-  auto* cfg = static_cast<Config*>(data);
-  if (key == FUSE_OPT_KEY_NONOPT) {
-    if (cfg->image == nullptr) {
-      cfg->image = strdup(arg);
-    } else if (cfg->mountpoint == nullptr) {
-      cfg->mountpoint = strdup(arg);
-    } else {
-      cfg->bad_choice = fmt::format("unexpected argument '{}' (walfs takes an IMAGE and a MOUNTPOINT)", arg);
-      return -1;
-    }
-    return 0;  // consumed
-  }
-  if (key == FUSE_OPT_KEY_OPT && std::strcmp(arg, "remount") == 0) {
-    cfg->remount = 1;  // mount(8) runs the helper for `mount -o remount,...`
-    return 0;
-  }
-  if (key == FUSE_OPT_KEY_OPT && (std::strcmp(arg, "ro") == 0)) {
-    cfg->ro = 1;
-    return 1;  // and the kernel mount is read-only too
-  }
-  // walfs's own choices with a value not among them (the valid ones were
-  // matched by kOptions): named here, not left to libfuse's "unknown option".
-  if (key == FUSE_OPT_KEY_OPT) {
-    const std::string_view a(arg);
-    if (a.starts_with("io=") || a.starts_with("force_io=")) {
-      const char* choices = a.starts_with("io=") ? "io=sync or io=uring" : "force_io=inline or force_io=device";
-      cfg->bad_choice = fmt::format("{}: must be {}", a, choices);
-      return -1;
-    }
-  }
-  return 1;
-}
-
-// In the layout help2man turns into the man page (dist/man/): "Usage:" and
-// "or:" lines, then options indented, each with its text in one column.
-void Usage() {
-  fmt::print(
-      "Usage: walfs IMAGE MOUNTPOINT [-f] [-d] [-o opt[,opt...]]\n"
-      "  or:  walfs sync PATH...\n"
-      "  or:  walfs grow [-n] MOUNTPOINT [SIZE]\n"
-      "Mounts the walfs image IMAGE on MOUNTPOINT.  walfs sync makes every change on PATH's walfs\n"
-      "mount durable, which sync(1) cannot (sync(2) never reaches a FUSE daemon; see walfs sync --help).\n"
-      "walfs grow is walfs-growfs: it grows a mounted filesystem (see walfs grow --help).\n"
-      "\n"
-      "Options:\n"
-      "  -f                      stay in the foreground (default: detach once mounted)\n"
-      "  -d                      print FUSE's debug log (stays in the foreground)\n"
-      "  -h, --help              print this help\n"
-      "  -V, --version           print the walfs, on-disk format and libfuse versions\n"
-      "  -o ro                   read-only (a log that needs replay is still replayed); an image\n"
-      "                          walfs may not write is opened read-only, if its log is clean\n"
-      "  -o norecovery           read-only, the log not replayed whatever it holds (even damage):\n"
-      "                          the image as it was last written back; works on an image walfs\n"
-      "                          may not write (mode 0444, chattr +i, read-only media)\n"
-      "  -o wake=inline|waking|wakeq   how grant-head waiters are woken (default wakeq)\n"
-      "  -o logbufs=N            in-core log buffers, 2..16 (default 8)\n"
-      "  -o logbsize=BYTES       log buffer size, 16384..57856 (default 32768)\n"
-      "  -o commit=SECONDS       changes start to reach the log at most this long after they are\n"
-      "                          made, fsynced or not: what a crash can lose (0..86400, default\n"
-      "                          5, as ext4; 0: only an fsync, walfs sync, unmount or a CIL of\n"
-      "                          1/8 of the log do)\n"
-      "  -o lazy_commit_ms=MS    changes are written to the image (no FUA) at most this\n"
-      "                          long after they are made: what a killed daemon can lose; a power\n"
-      "                          cut is bounded by commit= (0..1000, default 5; 0: off)\n"
-      "  -o zeroout_kb=KIB       a write into preallocated space also zeroes what is left of\n"
-      "                          the extent beside it when that and the write together are at\n"
-      "                          most KIB, so the extent is not split (0..1024, default 32, as\n"
-      "                          ext4; 0: never)\n"
-      "  -o threads=N            FUSE worker threads kept idle (default: libfuse's 10)\n"
-      "  -o max_threads=N        at most N FUSE worker threads (libfuse's; default 10)\n"
-      "  -o nowriteback_cache    every write(2) goes to walfs at once (default: the kernel caches\n"
-      "                          written data and writes it back later; -o writeback_cache)\n"
-      "  -o wb_reserve_mb=N      below N MiB free, files opened for writing bypass that cache and\n"
-      "                          files opened before ask before each write(2), which gets ENOSPC\n"
-      "                          where the space left only fits what the kernel holds (0..1048576,\n"
-      "                          default 256; 0: off, a failed write-back is told by fsync only)\n"
-      "  -o wb_push_ms=MS        while files are open for writing through that cache, the kernel\n"
-      "                          writes its dirty pages back to walfs every MS: what a killed\n"
-      "                          daemon can lose of them (0..60000, default 10; 0: the kernel's\n"
-      "                          own write-back, about 30 s; needs root)\n"
-      "  -o transport=T          how FUSE requests reach walfs: auto (io_uring rings, one queue\n"
-      "                          per CPU, when the kernel offers them: the fuse module's\n"
-      "                          enable_uring; else /dev/fuse, said in one line), uring (the same,\n"
-      "                          warning when not offered) or dev (/dev/fuse only); default auto\n"
-      "  -o uring_lanes=N        requests each CPU's ring queue serves at once (1..64, default 4)\n"
-      "  -o io=sync              pread/pwrite instead of io_uring (the default for an image in\n"
-      "                          tmpfs or ramfs, where it is one thread hop fewer)\n"
-      "  -o io=uring             io_uring wherever the image is\n"
-      "  -o force_io=device      a log force hands its write to the device's threads and waits\n"
-      "                          to be woken (default force_io=inline: the forcer writes it)\n"
-      "  -o attr_timeout=S, entry_timeout=S, negative_timeout=S\n"
-      "                          how long the kernel may cache attributes, names and names that\n"
-      "                          do not exist (0..31536000 seconds, default 86400 each)\n"
-      "  -o flush_requests, opendir_requests, nokillpriv_v2\n"
-      "                          let the kernel send FLUSH on close / OPENDIR, or clear set-id\n"
-      "                          bits itself (default: it need not; docs/fuse_policy.md)\n"
-      "  -o discard              give freed blocks back to the image file (a punched hole) or\n"
-      "                          device (BLKDISCARD) once their free is on disk (default: only\n"
-      "                          fstrim MOUNTPOINT does)\n"
-      "  -o fault_injection      testing: fail the image's I/O on command (MOUNTPOINT/.walfs/fault)\n"
-      "  -o trace_poll           poll(2) on .walfs/trace_pipe waits for events (costs every\n"
-      "                          io_uring read and write a FUSE round trip; see the README)\n"
-      "  -o trace_wakeup=immediate|deferred, trace_delay_us=N, trace_recursion=safe|fast|context, trace_buffer_kb=N\n"
-      "                          tracer options (also in MOUNTPOINT/.walfs/options/)\n"
-      "FUSE options (-o allow_other, default_permissions, ...): see mount.fuse3(8).\n");
-}
-
-// "walfs: WHAT; see walfs --help", exit status 2.
-int UsageError(std::string_view what) { return walfs::cli::UsageError("walfs", what); }
+int UsageError(std::string_view what) { return walfs::tools::MountUsageError(what); }
 
 // "walfs: WHY", exit status 32.
 int MountFailed(std::string_view why) {
@@ -330,92 +135,6 @@ std::string RefusedByLibfuse(const fuse_args& args) {
   return "";
 }
 
-// The mount's source as /proc/mounts, df and findmnt show it: the image's
-// canonical path, so that `umount /srv/img` and `findmnt --source /srv/img`
-// find the mount whatever directory `walfs img MNT` ran in.  Escaped for
-// -o (a ',' would end the option).  An image that cannot be resolved is
-// given as typed: opening it fails and says why.
-std::string MountSource(const char* image) {
-  std::error_code ec;
-  const std::filesystem::path canonical = std::filesystem::canonical(image, ec);
-  const std::string path = ec ? std::string(image) : canonical.string();
-  std::string escaped;
-  for (char c : path) {
-    if (c == ',' || c == '\\') escaped += '\\';
-    escaped += c;
-  }
-  return escaped;
-}
-
-// Sets *resolved to `mountpoint` as fuse_session_mount and the mount table
-// take it (absolute, as libfuse's fuse_parse_cmdline would have made it), or
-// returns why it cannot be mounted on (missing, not a directory).  /dev/fd/N
-// (mount.fuse3's drop_privileges hands over an opened /dev/fuse) is passed
-// on as it is.
-std::string ResolveMountpoint(const char* mountpoint, std::string* resolved) {
-  if (std::string_view(mountpoint).starts_with("/dev/fd/")) {
-    *resolved = mountpoint;
-    return "";
-  }
-  char* real = realpath(mountpoint, nullptr);
-  if (real == nullptr) {
-    if (errno == ENOENT) return fmt::format("{}: the mount point does not exist (create it with mkdir)", mountpoint);
-    return fmt::format("{}: the mount point: {}", mountpoint, std::strerror(errno));
-  }
-  *resolved = real;
-  free(real);
-  struct stat st {};
-  if (stat(resolved->c_str(), &st) != 0)
-    return fmt::format("{}: the mount point: {}", mountpoint, std::strerror(errno));
-  if (!S_ISDIR(st.st_mode)) return fmt::format("{}: the mount point is not a directory", mountpoint);
-  return "";
-}
-
-// Why mounting `image` on `mountpoint` would hide the image from its own
-// users (the mountpoint is the image, or a directory above it), or "".
-std::string HidesImage(const char* image, const char* mountpoint) {
-  std::error_code ec;
-  const std::filesystem::path img = std::filesystem::weakly_canonical(image, ec);
-  if (ec) return "";
-  const std::filesystem::path mnt = std::filesystem::weakly_canonical(mountpoint, ec);
-  if (ec) return "";
-  if (img == mnt) return fmt::format("{}: the image cannot be its own mountpoint", image);
-  const auto [m, i] = std::mismatch(mnt.begin(), mnt.end(), img.begin(), img.end());
-  if (m == mnt.end())
-    return fmt::format("{}: mounting on {} would hide the image under its own mount; mount it elsewhere", image,
-                       mountpoint);
-  return "";
-}
-
-// `name=text` as a whole number from lo to hi into *out (untouched when the
-// option was not given); false after printing why not.
-bool ParseNumber(const char* name, const char* text, std::uint64_t lo, std::uint64_t hi, std::uint64_t* out,
-                 std::string_view unit = "") {
-  if (text == nullptr) return true;
-  const std::string_view v(text);
-  std::uint64_t n = 0;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (v.empty() || ec != std::errc() || end != v.data() + v.size() || n < lo || n > hi) {
-    UsageError(
-        fmt::format("{}={}: must be a whole number from {} to {}{}{}", name, v, lo, hi, unit.empty() ? "" : " ", unit));
-    return false;
-  }
-  *out = n;
-  return true;
-}
-
-// A cache timeout option's seconds: a number from 0 to a year.
-bool ParseTimeout(const char* text, double* out) {
-  if (text == nullptr) return true;
-  const std::string_view v(text);
-  double seconds = -1;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
-  if (v.empty() || ec != std::errc() || end != v.data() + v.size() || !(seconds >= 0 && seconds <= 31'536'000))
-    return false;
-  *out = seconds;
-  return true;
-}
-
 }  // namespace
 
 // What fuse_opt_* and fuse_parse_cmdline allocate, freed on every return
@@ -439,10 +158,10 @@ int main(int argc, char** argv) {
   // The command line is checked whole before anything is opened: libfuse's
   // complaints become walfs's one-line usage errors.
   std::optional<FuseLogCapture> parsing(std::in_place);
-  if (fuse_opt_parse(&args, &cfg, kOptions, ProcessArg) != 0)
+  if (fuse_opt_parse(&args, &cfg, walfs::tools::kMountOptions, walfs::tools::ProcessMountArg) != 0)
     return UsageError(cfg.bad_choice.empty() ? FuseLogCapture::Take("bad options") : cfg.bad_choice);
   if (cfg.help) {
-    Usage();
+    walfs::tools::MountUsage();
     return 0;
   }
   if (cfg.remount)
@@ -451,7 +170,7 @@ int main(int argc, char** argv) {
         "read-only (or writable again), unmount it and mount it again with (or without) -o ro");
   if (fuse_parse_cmdline(&args, &cmd) != 0) return UsageError(FuseLogCapture::Take("bad command line"));
   if (cmd.show_help) {
-    Usage();
+    walfs::tools::MountUsage();
     return 0;
   }
   if (cmd.show_version) {

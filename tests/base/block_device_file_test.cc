@@ -160,8 +160,9 @@ TEST_P(FileDeviceEngine, ZeroMakesTheRangeReadAsZerosWithoutWritingThem) {
   struct stat after {};
   ASSERT_EQ(::stat(file_->path().c_str(), &after), 0);
   EXPECT_EQ(after.st_size, before.st_size);
-  if (dev_->stats().bytes_written == written)  // punched, not written
+  if (dev_->stats().bytes_written == written) {  // punched, not written
     EXPECT_LE(after.st_blocks, before.st_blocks - (512 << 10) / 512 + 64);
+  }
   EXPECT_EQ(dev_->Zero(kFileBytes - 4096, 8192).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(dev_->Zero(100, 512).code(), StatusCode::kInvalidArgument);
 }

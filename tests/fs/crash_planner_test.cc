@@ -20,7 +20,9 @@ std::unique_ptr<RecordingDevice> Recorded(MemoryDevice* disk) {
   const std::vector<char> block(4096, 'x');
   for (int i = 0; i < 10; ++i) {
     EXPECT_TRUE((*rec)->Write(static_cast<std::uint64_t>(i) * 4096, block.data(), block.size()).ok());
-    if (i == 4) EXPECT_TRUE((*rec)->Flush().ok());
+    if (i == 4) {
+      EXPECT_TRUE((*rec)->Flush().ok());
+    }
   }
   return std::move(rec).value();
 }

@@ -207,8 +207,8 @@ TEST_F(ControlDir, RecordMountSavesTheTraceOfACommandAsOneTimeline) {
   ASSERT_EQ(stats.exit_code, 0) << stats.out;
   // The whitespace-separated cells of the first line whose cell `col` is `key`.
   auto row = [&](std::size_t col, const std::string& key) {
-    std::istringstream lines(stats.out);
-    for (std::string line; std::getline(lines, line);) {
+    std::istringstream in(stats.out);
+    for (std::string line; std::getline(in, line);) {
       std::istringstream words(line);
       std::vector<std::string> cells{std::istream_iterator<std::string>(words), {}};
       if (cells.size() > col && cells[col] == key) return cells;

@@ -16,7 +16,7 @@ namespace {
 
 class MessageLog : public MountedFs {
  protected:
-  static void SetUpTestSuite() { MountSuite({.image_size = "64m"}); }
+  static void SetUpTestSuite() { MountSuite({.image_size = "64m", .options = {}}); }
   void SetUp() override {
     MountedFs::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;

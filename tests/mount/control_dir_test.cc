@@ -498,10 +498,12 @@ TEST_F(ControlDirTest, TheTraceAndItsControlsAreTheOwnersAloneWhateverTheModeBit
   ControlDir::Sources s = MakeSources();
   s.owner_uid = 1000;
   s.owner_gid = 1000;
-  s.files.push_back({.name = "messages", .read = [] { return std::string("m\n"); }, .owner_reads_only = true});
+  s.files.push_back(
+      {.name = "messages", .read = [] { return std::string("m\n"); }, .write = {}, .help = {}, .owner_reads_only = true});
   s.files.push_back({.name = "sync",
                      .read = [] { return std::string(); },
                      .write = [](std::string_view) { return Status::Ok(); },
+                     .help = {},
                      .anyone_writes = true});
   ControlDir owned(std::move(s));
   auto ino = [&](std::string_view name) { return owned.Lookup(ControlDir::root_ino(), name)->ino; };
