@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "base/block_device_memory.h"
@@ -165,6 +166,25 @@ TEST_F(Fsck, WrongAgCountersAreReportedAndRepairedWithYes) {
   FsckReport fixed = Check({.repair = true});
   EXPECT_EQ(fixed.ExitCode(), 1) << All(fixed);
   EXPECT_EQ(Check().ExitCode(), 0);
+}
+
+// The superblock's lazy counters are exact for an image marked clean: ones
+// that are not are damage there (after a crash they are merely stale).
+TEST_F(Fsck, WrongSuperblockCountersOfACleanImageAreReportedAndRepairedWithYes) {
+  auto sb = ReadSuperblock(&dev_);
+  ASSERT_TRUE(sb.ok());
+  ASSERT_TRUE(sb->clean());
+  sb->free_blocks -= 5;
+  ASSERT_TRUE(WriteSuperblock(&dev_, *sb).ok());
+  FsckReport r = Check({.replay = false});
+  EXPECT_TRUE(Says(r, fmt::format("superblock counters: free {} ", sb->free_blocks))) << All(r);
+  EXPECT_EQ(r.ExitCode(), 4);
+  FsckReport fixed = Check({.repair = true});
+  EXPECT_EQ(fixed.ExitCode(), 1) << All(fixed);
+  EXPECT_EQ(Check().ExitCode(), 0);
+  auto stored = ReadSuperblock(&dev_);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->free_blocks, sb->free_blocks + 5);
 }
 
 TEST_F(Fsck, ABitmapThatFreesUsedBlocksIsReported) {

@@ -105,6 +105,43 @@ TEST_F(FsckTree, ADirectoryEntryUnderAnotherNamesHashIsReported) {
   EXPECT_EQ(r.ExitCode(), 4);
 }
 
+// With -y, a B+tree directory whose index does not read whole (every node
+// verifies, an entry does not) is emptied -- walfs has no offline B+tree
+// editor -- and the files it named are reconnected in /lost+found by
+// number: names lost, files kept.
+TEST_F(FsckTree, ADirectoryWhoseIndexDoesNotReadWholeIsEmptiedWithYesAndItsFilesReconnected) {
+  const InodeCore d = Inode(dir_);
+  ASSERT_EQ(d.format, format::ForkFormat::kBtree);
+  const std::uint64_t leaf = FirstLeaf(d, 0);
+  auto b = Read(leaf);
+  std::string v(format::BtreeValue(b, 0));
+  v.back() = v.back() == 'z' ? 'y' : 'z';
+  format::BtreeLeafReplace(b, 0, v);
+  format::SealBlock(b);
+  Write(leaf, b);
+  auto fixed = CheckImage(&dev_, {.repair = true, .clear_and_reconnect = true});
+  ASSERT_TRUE(fixed.ok()) << fixed.status().ToString();
+  EXPECT_TRUE(Says(*fixed, "is filed under the wrong hash: directory emptied")) << All(*fixed);
+  EXPECT_EQ(fixed->unrepaired(), 0u) << All(*fixed);
+  FsckReport after = Check();
+  EXPECT_TRUE(after.problems.empty()) << All(after);
+  auto fs = Filesystem::MountDevice(&dev_, {});
+  ASSERT_TRUE(fs.ok()) << fs.status().ToString();
+  auto count = [&](std::uint64_t dir) {
+    int n = 0;
+    EXPECT_TRUE((*fs)->ReadDir(dir, 0, [&](std::string_view name, std::uint64_t, std::uint32_t, std::uint64_t) {
+                       n += name != "." && name != "..";
+                       return true;
+                     }).ok());
+    return n;
+  };
+  EXPECT_EQ(count(dir_), 0);
+  auto lf = (*fs)->Lookup((*fs)->root(), "lost+found");
+  ASSERT_TRUE(lf.ok()) << lf.status().ToString();
+  EXPECT_EQ(count(lf->st_ino), 200);
+  ASSERT_TRUE((*fs)->Unmount().ok());
+}
+
 TEST_F(FsckTree, ADirectoryNodeWithABadChecksumIsReported) {
   const std::uint64_t leaf = FirstLeaf(Inode(dir_), 0);
   auto b = Read(leaf);
