@@ -86,20 +86,25 @@ class FsckTree : public ::testing::Test {
 
   MemoryDevice dev_{64ull << 20};
   format::Superblock sb_;
+  // The directory's first entry renamed in place (same length, another
+  // name): its key no longer matches its name's hash.
+  void MisfileFirstEntry() {
+    const InodeCore d = Inode(dir_);
+    ASSERT_EQ(d.format, format::ForkFormat::kBtree);
+    const std::uint64_t leaf = FirstLeaf(d, 0);
+    auto b = Read(leaf);
+    std::string v(format::BtreeValue(b, 0));
+    v.back() = v.back() == 'z' ? 'y' : 'z';
+    format::BtreeLeafReplace(b, 0, v);
+    format::SealBlock(b);
+    Write(leaf, b);
+  }
+
   std::uint64_t dir_ = 0, file_ = 0;
 };
 
 TEST_F(FsckTree, ADirectoryEntryUnderAnotherNamesHashIsReported) {
-  const InodeCore d = Inode(dir_);
-  ASSERT_EQ(d.format, format::ForkFormat::kBtree);
-  const std::uint64_t leaf = FirstLeaf(d, 0);
-  auto b = Read(leaf);
-  // Same length, another name: its key no longer matches its hash.
-  std::string v(format::BtreeValue(b, 0));
-  v.back() = v.back() == 'z' ? 'y' : 'z';
-  format::BtreeLeafReplace(b, 0, v);
-  format::SealBlock(b);
-  Write(leaf, b);
+  ASSERT_NO_FATAL_FAILURE(MisfileFirstEntry());
   FsckReport r = Check();
   EXPECT_TRUE(Says(r, "filed under the wrong hash")) << All(r);
   EXPECT_EQ(r.ExitCode(), 4);
@@ -110,15 +115,7 @@ TEST_F(FsckTree, ADirectoryEntryUnderAnotherNamesHashIsReported) {
 // editor -- and the files it named are reconnected in /lost+found by
 // number: names lost, files kept.
 TEST_F(FsckTree, ADirectoryWhoseIndexDoesNotReadWholeIsEmptiedWithYesAndItsFilesReconnected) {
-  const InodeCore d = Inode(dir_);
-  ASSERT_EQ(d.format, format::ForkFormat::kBtree);
-  const std::uint64_t leaf = FirstLeaf(d, 0);
-  auto b = Read(leaf);
-  std::string v(format::BtreeValue(b, 0));
-  v.back() = v.back() == 'z' ? 'y' : 'z';
-  format::BtreeLeafReplace(b, 0, v);
-  format::SealBlock(b);
-  Write(leaf, b);
+  ASSERT_NO_FATAL_FAILURE(MisfileFirstEntry());
   auto fixed = CheckImage(&dev_, {.repair = true, .clear_and_reconnect = true});
   ASSERT_TRUE(fixed.ok()) << fixed.status().ToString();
   EXPECT_TRUE(Says(*fixed, "is filed under the wrong hash: directory emptied")) << All(*fixed);
