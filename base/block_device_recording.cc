@@ -12,12 +12,13 @@
 namespace walfs {
 
 Result<std::unique_ptr<RecordingDevice>> RecordingDevice::Create(BlockDevice* inner) {
-  std::vector<std::byte> base(inner->size_bytes());
-  WALFS_RETURN_IF_ERROR(inner->Read(0, base.data(), base.size()));
+  const std::uint64_t size = inner->size_bytes();
+  WALFS_ASSIGN_OR_RETURN(std::shared_ptr<const FrozenImage> base,
+                         FrozenImage::Make(size, [&](std::byte* p) { return inner->Read(0, p, size); }));
   return std::unique_ptr<RecordingDevice>(new RecordingDevice(inner, std::move(base)));
 }
 
-RecordingDevice::RecordingDevice(BlockDevice* inner, std::vector<std::byte> base)
+RecordingDevice::RecordingDevice(BlockDevice* inner, std::shared_ptr<const FrozenImage> base)
     : BlockDevice(inner->size_bytes(), inner->logical_block_size(), inner->io_alignment()),
       inner_(inner),
       base_(std::move(base)) {}
@@ -251,8 +252,9 @@ Result<std::unique_ptr<MemoryDevice>> RecordingDevice::SampleCrashState(
 
 Result<std::unique_ptr<MemoryDevice>> RecordingDevice::Apply(
     const std::vector<PlannedWrite>& plan) const {
-  std::vector<std::byte> image = base_;
   MutexLock l(&mu_);
+  std::vector<ImagePatch> patches;
+  patches.reserve(plan.size());
   for (const PlannedWrite& pw : plan) {
     if (pw.op >= ops_.size() || ops_[pw.op].kind != RecordedOp::Kind::kWrite ||
         pw.bytes > ops_[pw.op].data.size())
@@ -260,10 +262,11 @@ Result<std::unique_ptr<MemoryDevice>> RecordingDevice::Apply(
                                                  "of at least {} bytes", pw.op, pw.bytes));
     const RecordedOp& op = ops_[pw.op];
     // Invariant: the write passed Validate(), so it lies inside the image.
-    WALFS_CHECK(op.offset + op.data.size() <= image.size());
-    if (pw.bytes > 0) std::memcpy(image.data() + op.offset, op.data.data(), pw.bytes);
+    WALFS_CHECK(op.offset + op.data.size() <= base_->size());
+    patches.push_back({op.offset, std::span<const std::byte>(op.data.data(), pw.bytes)});
   }
-  return std::make_unique<MemoryDevice>(std::move(image), logical_block_size());
+  // The patches point into ops_, which mu_ keeps still until they are laid.
+  return std::make_unique<MemoryDevice>(base_, patches, logical_block_size());
 }
 
 }  // namespace walfs

@@ -67,6 +67,7 @@
 
 #include "base/block_device.h"
 #include "base/block_device_memory.h"
+#include "base/frozen_image.h"
 #include "base/block_device_worker.h"
 #include "base/mutex.h"
 
@@ -160,7 +161,7 @@ class RecordingDevice final : public BlockDevice {
     std::size_t op = kNone;
   };
 
-  RecordingDevice(BlockDevice* inner, std::vector<std::byte> base);
+  RecordingDevice(BlockDevice* inner, std::shared_ptr<const FrozenImage> base);
 
   Recorded RecordLocked(const IoRequest& req) REQUIRES(mu_);
   void MarkCompleted(std::size_t op, const Status& s) EXCLUDES(mu_);
@@ -168,7 +169,7 @@ class RecordingDevice final : public BlockDevice {
   Status Run(const IoRequest& req, const Recorded& rec);
 
   BlockDevice* const inner_;
-  const std::vector<std::byte> base_;
+  const std::shared_ptr<const FrozenImage> base_;  // what every image starts from
   mutable Mutex mu_;  // leaf lock: never held across inner I/O
   std::vector<RecordedOp> ops_ GUARDED_BY(mu_);
   BlockDeviceWorker worker_{"walfs-recdev"};  // last: stopped first

@@ -16,8 +16,8 @@ std::vector<std::string> Checker::Check(MemoryDevice* dev, std::size_t limit, st
   limit_ = limit;
   moment_ = moment;
   errors_.clear();
-  MemoryDevice copy(dev->Contents());
-  auto replayed = fs::CheckImage(&copy, {.replay = true});
+  std::unique_ptr<MemoryDevice> copy = dev->Clone();
+  auto replayed = fs::CheckImage(copy.get(), {.replay = true});
   if (!replayed.ok()) Error("fsck with replay: " + replayed.status().ToString());
   else if (!replayed->problems.empty()) Error("fsck with replay:" + Problems(*replayed));
   auto first = MountAndWalk(dev, /*unmount=*/false);

@@ -153,6 +153,7 @@ Status Log::ClearStaleBlocks(const LogPosition& p) {
   const std::uint32_t cycle = CycleOf(p.head);
   const std::uint32_t start = SectorOf(p.head);
   std::string sectors;
+  sectors.reserve(window * kLogSectorSize);
   auto flush_run = [&](std::uint32_t first) -> Status {
     if (sectors.empty()) return Status::Ok();
     Status s = region_.WriteSectors(first, sectors);
@@ -166,10 +167,10 @@ Status Log::ClearStaleBlocks(const LogPosition& p) {
       WALFS_RETURN_IF_ERROR(flush_run(run_start));
       run_start = 0;
     }
-    std::string sector(kLogSectorSize, '\0');
     const std::uint32_t stamp = pos < n ? cycle - 1 : cycle;
-    EncodeFixed32(sector.data(), stamp);
-    sectors += sector;
+    const std::size_t at = sectors.size();
+    sectors.resize(at + kLogSectorSize);  // zeros, then the stamp
+    EncodeFixed32(sectors.data() + at, stamp);
   }
   WALFS_RETURN_IF_ERROR(flush_run(run_start));
   return region_.device->Flush();

@@ -8,14 +8,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "fs/filesystem.h"
+#include "tests/tools/file_bytes.h"
 #include "tests/tools/tool_run.h"
 #include "tests/unwritable_file.h"
 
@@ -26,10 +25,6 @@ using testing::ToolRun;
 
 ToolRun Sh(const std::string& cmd) { return testing::RunTool(cmd); }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 class ReadOnlyImage : public ::testing::Test {
  protected:
@@ -51,11 +46,11 @@ class ReadOnlyImage : public ::testing::Test {
   bool MakeUnwritable() {
     unwritable_ = std::make_unique<testing::UnwritableFile>(image_);
     skip_ = unwritable_->why_not();
-    if (skip_.empty()) before_ = Slurp(image_);
+    if (skip_.empty()) before_ = testing::FileBytes(image_);
     return skip_.empty();
   }
   // The image holds what it held when it was made unwritable.
-  void ExpectUnchanged() { EXPECT_TRUE(Slurp(image_) == before_) << "the image changed"; }
+  void ExpectUnchanged() { EXPECT_TRUE(testing::FileBytes(image_) == before_) << "the image changed"; }
 
   // Mounts in this process, makes "d/f", fsyncs and drops the Filesystem
   // without unmounting: the log holds transactions still to be replayed.
