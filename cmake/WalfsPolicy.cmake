@@ -44,8 +44,12 @@ option(WALFS_PCH "Precompiled headers for the tests and the libraries" ON)
 # test binary (TEST).  GoogleTest's and fmt's headers cost about 1.9 s and
 # 0.9 s of each file's compile (gcc 12, -O2).  A file must still include
 # what it uses: a build with -DWALFS_PCH=OFF checks that.
+#
+# CLI adds CLI11 (<CLI/CLI.hpp>, about 9 s of each file's compile): walfs_cli
+# precompiles it once, and every program whose files include tools/cli.h
+# reuses that header (walfs_reuse_cli_pch below).
 function(walfs_precompile target)
-  cmake_parse_arguments(P "TEST" "" "" ${ARGN})
+  cmake_parse_arguments(P "TEST;CLI" "" "" ${ARGN})
   if(NOT WALFS_PCH)
     return()
   endif()
@@ -54,7 +58,23 @@ function(walfs_precompile target)
   if(P_TEST)
     list(APPEND headers <gtest/gtest.h>)
   endif()
+  if(P_CLI)
+    list(APPEND headers <CLI/CLI.hpp>)
+  endif()
   target_precompile_headers(${target} PRIVATE ${headers})
+endfunction()
+
+# walfs_reuse_cli_pch(<target>...): the programs (tools, benchmarks,
+# harnesses) use walfs_cli's precompiled header instead of parsing CLI11 in
+# each of their files.  Their compile options are walfs_cli's (walfs_policy
+# and the build's own); a -D of their own does not touch the header.
+function(walfs_reuse_cli_pch)
+  if(NOT WALFS_PCH)
+    return()
+  endif()
+  foreach(target ${ARGN})
+    target_precompile_headers(${target} REUSE_FROM walfs_cli)
+  endforeach()
 endfunction()
 
 add_library(walfs_policy INTERFACE)
