@@ -9,11 +9,11 @@ from walfs_peers import aim, host, main, systems
 ALL_TOOLS = {t: "/usr/bin/" + t for t in systems.TOOLS}
 
 
-def facts(root=True, loop=True, fuse=True, missing=(), uring_off=False):
+def facts(root=True, loop=True, fuse=True, missing=(), uring_off=False, fuse_uring=True):
     tools = {k: (None if k in missing else v) for k, v in ALL_TOOLS.items()}
     return host.HostFacts(is_root=root, has_loop_control=loop, has_fuse=fuse,
                           filesystems=frozenset({"xfs", "ext4", "tmpfs", "fuse"}), tools=tools,
-                          io_uring_disabled=uring_off)
+                          io_uring_disabled=uring_off, fuse_uring=fuse_uring)
 
 
 def reasons(f):
@@ -50,9 +50,22 @@ class SkipReasonTest(unittest.TestCase):
     def test_walfs_rows_wait_for_the_mount(self):
         r = reasons(facts(missing=["walfs"]))
         walfs = [n for n in r if n.startswith("walfs-")]
-        self.assertEqual(len(walfs), 6)   # 3 wake modes x (small, default) log
+        self.assertEqual(len(walfs), 12)   # 3 wake modes x (small, default) log x 2 transports
         for n in walfs:
             self.assertIn("build/bin/walfs does not exist yet", r[n])
+
+    def test_walfs_over_the_rings_needs_the_kernel_to_offer_them(self):
+        ring_rows = [s.name for s in systems.all_systems() if s.name.endswith("-uring")]
+        self.assertEqual(sorted(ring_rows), sorted(
+            f"walfs-{m}{log}-uring" for m in systems.WAKE_MODES for log in ("", "-minlog")))
+        off = reasons(facts(fuse_uring=False))
+        missing = reasons(facts(fuse_uring=None))
+        for n in ring_rows:
+            self.assertIn("--enable-uring", off[n])
+            self.assertIn("no FUSE over io_uring", missing[n])
+        # The /dev/fuse rows do not care.
+        self.assertIsNone(off["walfs-wakeq"])
+        self.assertIsNone(missing["walfs-inline-minlog"])
 
     def test_reasons_are_one_line(self):
         f = facts(root=False, loop=False, fuse=False, missing=systems.TOOLS)
@@ -68,9 +81,11 @@ class ParserTest(unittest.TestCase):
         self.assertIsNone(systems.parse_xfs_min_log("Log size must be at least 64MB."))
 
     def test_walfs_mount_options_carry_the_worker_threads_when_set(self):
-        self.assertEqual(systems.walfs_mount_options("wakeq"), "wake=wakeq")
+        self.assertEqual(systems.walfs_mount_options("wakeq"), "wake=wakeq,transport=dev")
+        self.assertEqual(systems.walfs_mount_options("waking", None, "uring"),
+                         "wake=waking,transport=uring")
         self.assertEqual(systems.walfs_mount_options("inline", 64),
-                         "wake=inline,max_threads=64,threads=64")
+                         "wake=inline,transport=dev,max_threads=64,threads=64")
 
     def test_walfs_minimum_log_is_rounded_up_to_blocks(self):
         msg = "the log must hold 3 of them: at least 701432 bytes"
@@ -127,7 +142,13 @@ class SelectionAndCollectorTest(unittest.TestCase):
     def test_select_by_name_and_walfs_group(self):
         names = [s.name for s in main.select_systems(systems.all_systems(), "tmpfs,walfs")]
         self.assertEqual(names[0], "tmpfs")
-        self.assertEqual(len(names), 7)
+        self.assertEqual(len(names), 13)
+        rings = [s.name for s in main.select_systems(systems.all_systems(), "walfs-uring")]
+        dev = [s.name for s in main.select_systems(systems.all_systems(), "walfs-dev")]
+        self.assertEqual(len(rings), 6)
+        self.assertTrue(all(n.endswith("-uring") for n in rings), rings)
+        self.assertEqual(len(dev), 6)
+        self.assertFalse(any(n.endswith("-uring") for n in dev), dev)
         with self.assertRaises(ValueError):
             main.select_systems(systems.all_systems(), "zfs")
 

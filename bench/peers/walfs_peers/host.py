@@ -126,6 +126,9 @@ class HostFacts:
     filesystems: frozenset          # from /proc/filesystems (modules may add more)
     tools: dict                     # name -> path or None
     io_uring_disabled: bool = False
+    # The fuse module's enable_uring: True or False, None where the kernel
+    # has no FUSE over io_uring (no such parameter).
+    fuse_uring: object = None
 
     def tool(self, name):
         return self.tools.get(name)
@@ -149,6 +152,7 @@ def gather_facts(bin_dir, tool_names):
     except OSError:
         pass
     return HostFacts(
+        fuse_uring=read_fuse_uring(),
         is_root=os.geteuid() == 0,
         has_loop_control=os.path.exists("/dev/loop-control"),
         has_fuse=os.access("/dev/fuse", os.R_OK | os.W_OK),
@@ -156,6 +160,26 @@ def gather_facts(bin_dir, tool_names):
         tools=tools,
         io_uring_disabled=uring_off,
     )
+
+
+FUSE_URING_PARAM = "/sys/module/fuse/parameters/enable_uring"
+
+
+def read_fuse_uring(path=FUSE_URING_PARAM):
+    """The fuse module's enable_uring: True, False, or None where it does not exist."""
+    try:
+        with open(path) as f:
+            return f.read().strip() in ("Y", "1")
+    except OSError:
+        return None
+
+
+def set_fuse_uring(on, path=FUSE_URING_PARAM):
+    """Sets enable_uring (root only); returns the value it had."""
+    was = read_fuse_uring(path)
+    with open(path, "w") as f:
+        f.write("Y\n" if on else "N\n")
+    return was
 
 
 # ---- mounts and loop devices ---------------------------------------------------

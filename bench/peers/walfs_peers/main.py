@@ -8,6 +8,7 @@ JSON and PNG plots.
 """
 
 import argparse
+import atexit
 import os
 import platform
 import shutil
@@ -96,6 +97,9 @@ def parse_args(argv, bin_dir=None):
     p.add_argument("--json", metavar="PATH", help="the tables as JSON (default OUT/results.json)")
     p.add_argument("--csv", metavar="PATH", help="the tables as CSV (default OUT/results.csv)")
     p.add_argument("--no-plots", action="store_true", help="do not run gnuplot")
+    p.add_argument("--enable-uring", action="store_true",
+                   help="as root, turn the fuse module's enable_uring on for the run (and back "
+                        "after), so that the walfs-*-uring systems can run")
     p.add_argument("--list", action="store_true", help="list the systems and why any would be skipped")
     p.add_argument("-v", "--verbose", action="store_true", help="print every command")
     p.add_argument("-V", "--version", action=_VersionAction, nargs=0,
@@ -140,10 +144,14 @@ def select_systems(all_systems, names):
         n = n.strip()
         if n == "walfs":
             chosen += [s for s in all_systems if s.name.startswith("walfs-")]
+        elif n in ("walfs-dev", "walfs-uring"):   # every walfs system over that transport
+            chosen += [s for s in all_systems
+                       if s.name.startswith("walfs-") and getattr(s, "transport", None) == n[6:]]
         elif n in by_name:
             chosen.append(by_name[n])
         else:
-            raise ValueError(f"unknown system {n!r} (one of {', '.join(by_name)}, walfs)")
+            raise ValueError(f"unknown system {n!r} (one of {', '.join(by_name)}, "
+                             "walfs, walfs-dev, walfs-uring)")
     return chosen
 
 
@@ -221,6 +229,9 @@ def versions(host, facts, source_dir, args):
                      ("gnuplot", ["gnuplot", "--version"])):
         env.append((key, out(cmd) if shutil.which(cmd[0]) else "not installed"))
     env.append(("fuse2fs", _fuse2fs_version(host, facts)))
+    env.append(("fuse over io_uring", {None: "not in this kernel", False: "off (enable_uring N)",
+                                       True: "on (enable_uring Y)"}[facts.fuse_uring]
+                + (" for this run (--enable-uring)" if args.enable_uring else "")))
     rev = out(["git", "-C", source_dir, "rev-parse", "--short", "HEAD"]) or "unknown"
     dirty = host.run(["git", "-C", source_dir, "status", "--porcelain", "--untracked-files=no"],
                      check=False, timeout=20).stdout.strip() if rev != "unknown" else ""
@@ -403,6 +414,17 @@ def main(argv=None, bin_dir=None, source_dir=None):
     except ValueError as e:
         log(f"walfs-peers: {e}")
         return EXIT_USAGE
+    uring_was = None
+    if args.enable_uring and not args.list:
+        try:
+            uring_was = hostlib.set_fuse_uring(True)
+        except OSError as e:
+            log(f"walfs-peers: --enable-uring: cannot set {hostlib.FUSE_URING_PARAM}: "
+                f"{e.strerror} (needs root and a kernel with FUSE over io_uring)")
+            return EXIT_USAGE
+        if uring_was is False:
+            # Put it back however the run ends.
+            atexit.register(hostlib.set_fuse_uring, False)
     facts = hostlib.gather_facts(bin_dir, syslib.TOOLS)
     reasons = {s.name: s.skip_reason(facts) for s in chosen}
     if "aim" in args.loads and not facts.tool("walfs-aim"):

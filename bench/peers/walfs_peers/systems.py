@@ -296,22 +296,40 @@ def _rmtree(path):
     shutil.rmtree(path, ignore_errors=True)
 
 
+TRANSPORTS = ["dev", "uring"]
+
+
+def fuse_uring_reason(facts):
+    """Why walfs cannot be served through the FUSE-over-io_uring rings here (None: it can)."""
+    if facts.fuse_uring is None:
+        return "this kernel has no FUSE over io_uring (Linux 6.14 or later, CONFIG_FUSE_IO_URING)"
+    if not facts.fuse_uring:
+        return ("the fuse module's enable_uring is off (--enable-uring, as root, turns it on "
+                "for the run; or echo Y > /sys/module/fuse/parameters/enable_uring)")
+    return None
+
+
 class Walfs(System):
-    """walfs through its FUSE mount, one wake mode, a small or the default log."""
+    """walfs through its FUSE mount: one wake mode, a small or the default
+    log, requests carried over /dev/fuse (`dev`) or the io_uring rings."""
     fuse = True
 
-    def __init__(self, mode, small_log):
+    def __init__(self, mode, small_log, transport="dev"):
         super().__init__()
-        self.mode, self.small_log = mode, small_log
-        self.name = f"walfs-{mode}" + ("-minlog" if small_log else "")
+        self.mode, self.small_log, self.transport = mode, small_log, transport
+        self.name = (f"walfs-{mode}" + ("-minlog" if small_log else "")
+                     + ("-uring" if transport == "uring" else ""))
         self.summary = (f"walfs, wake mode {mode}, "
-                        + ("the smallest log mkfs.walfs accepts" if small_log else "the default log"))
+                        + ("the smallest log mkfs.walfs accepts" if small_log else "the default log")
+                        + (", over the io_uring rings" if transport == "uring" else ", over /dev/fuse"))
 
     def skip_reason(self, facts):
         if not facts.tool("walfs"):
             return "build/bin/walfs does not exist yet (the FUSE mount is an open issue)"
         if not facts.tool("mkfs.walfs"):
             return "mkfs.walfs not built"
+        if self.transport == "uring":
+            return _fuse_reason(facts) or fuse_uring_reason(facts)
         return _fuse_reason(facts)
 
     def _setup(self, ctx):
@@ -325,8 +343,14 @@ class Walfs(System):
                 raise SetupError("mkfs.walfs did not report its minimum log size")
             args = ["-l", f"size={least}"]
         self._run(ctx, [mkfs, "-q", "-f"] + args + [img], record="mkfs")
-        options = walfs_mount_options(self.mode, ctx.walfs_threads)
+        options = walfs_mount_options(self.mode, ctx.walfs_threads, self.transport)
         self._spawn_fuse(ctx, [ctx.facts.tool("walfs"), img, self.mnt, "-f", "-o", options])
+        # transport=uring falls back to /dev/fuse (with a warning) when the
+        # kernel takes no ring entry: that row would measure the wrong thing.
+        used = read_walfs_transport(os.path.join(self.mnt, ".walfs", "stats"))
+        if used != self.transport:
+            raise SetupError(f"asked for transport={self.transport}, the mount serves through "
+                             f"{used or 'an unknown transport'} (see {self.name}.daemon.log)")
 
     def walfs_stats(self):
         return read_walfs_stats(os.path.join(self.mnt, ".walfs", "stats"))
@@ -338,16 +362,31 @@ class Walfs(System):
             f.write("\n")
 
 
-def walfs_mount_options(mode, threads=None):
-    """walfs's -o string: the wake mode, and the FUSE worker threads when set.
+def walfs_mount_options(mode, threads=None, transport="dev"):
+    """walfs's -o string: the wake mode, the transport, and the FUSE worker
+    threads when set.
 
     libfuse's default of at most 10 workers caps how many requests -- and so
     transactions -- are in the daemon at once; a load meant to run out of log
-    space needs more (max_threads), and as many kept idle (threads)."""
-    options = [f"wake={mode}"]
+    space needs more (max_threads), and as many kept idle (threads).  Over
+    the rings, requests are served by each CPU's lanes, not by those workers."""
+    options = [f"wake={mode}", f"transport={transport}"]
     if threads:
         options += [f"max_threads={threads}", f"threads={threads}"]
     return ",".join(options)
+
+
+def read_walfs_transport(path):
+    """The `fuse_transport` word of walfs's stats file (None if absent)."""
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 2 and parts[0].rstrip(":") == "fuse_transport":
+                    return parts[1]
+    except OSError:
+        pass
+    return None
 
 
 def parse_walfs_min_log(text, block=4096):
@@ -385,7 +424,8 @@ def all_systems():
         Fuse2fs(),
         Passthrough(),
     ]
-    for small in (True, False):
-        for mode in WAKE_MODES:
-            systems.append(Walfs(mode, small))
+    for transport in TRANSPORTS:
+        for small in (True, False):
+            for mode in WAKE_MODES:
+                systems.append(Walfs(mode, small, transport))
     return systems
