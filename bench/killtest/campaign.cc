@@ -79,7 +79,8 @@ Status Campaign::Prepare() {
     return Status::FromErrno(errno, fmt::format("mkdtemp in {}", o_.dir));
   work_ = templ;
   setup_ = {.bin_dir = o_.bin_dir, .image = work_ + "/image", .mnt = work_ + "/mnt",
-            .daemon_log = work_ + "/walfs.log", .mount_options = o_.mount_options};
+            .daemon_log = work_ + "/walfs.log", .mount_options = o_.mount_options,
+            .transport = o_.transport};
   if (::mkdir(setup_.mnt.c_str(), 0755) != 0) return Status::FromErrno(errno, "mkdir mnt");
   for (const char* tool : {"walfs", "mkfs.walfs", "fsck.walfs"}) {
     if (!Executable(o_.bin_dir + "/" + tool))

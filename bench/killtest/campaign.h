@@ -36,6 +36,7 @@ struct CampaignOptions {
   int open_pause_us = 500;        // their sleep before each write
   int open_margin_ms = 1000;      // their writes older than this at the kill are checked
   std::string mount_options;      // walfs -o OPTS ("": the defaults)
+  std::string transport;          // "dev" or "uring": every mount serves through it ("": its choice)
   int quiet_every = 4;            // rounds 1, 1+N, 1+2N, ...: the unsynced writers alone (0: never)
 };
 

@@ -47,15 +47,48 @@ std::size_t FileSize(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<std::size_t>(st.st_size) : 0;
 }
 
+// The `fuse_transport` word of the mount's stats ("" if unreadable).
+std::string TransportInUse(const std::string& mnt) {
+  std::ifstream in(mnt + "/.walfs/stats");
+  std::string key, value;
+  while (in >> key) {
+    if (key == "fuse_transport" && in >> value) return value;
+    std::getline(in, value);
+  }
+  return "";
+}
+
+// With setup.transport, the mount must serve through it: transport=uring
+// falls back to /dev/fuse (warning) where the kernel does not take the
+// rings, and a campaign "over the rings" would then test the wrong thing.
+// The rings start serving right after INIT's reply: allow them a moment.
+Status CheckTransport(const Setup& setup) {
+  if (setup.transport.empty()) return Status::Ok();
+  const auto deadline = Clock::now() + std::chrono::seconds(2);
+  std::string used;
+  for (;;) {
+    used = TransportInUse(setup.mnt);
+    if (used == setup.transport || Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (used == setup.transport) return Status::Ok();
+  return Status::NotSupported(fmt::format(
+      "asked for transport={}, the mount serves through {} (see {})", setup.transport,
+      used.empty() ? "an unknown transport" : used, setup.daemon_log));
+}
+
 }  // namespace
 
 Result<Daemon> StartDaemon(const Setup& setup, int timeout_s) {
   const std::size_t log_from = FileSize(setup.daemon_log);
   const auto start = Clock::now();
   std::vector<std::string> argv = {setup.bin_dir + "/walfs", setup.image, setup.mnt, "-f"};
-  if (!setup.mount_options.empty()) {
+  std::string options = setup.mount_options;
+  if (!setup.transport.empty())
+    options += (options.empty() ? "" : ",") + std::string("transport=") + setup.transport;
+  if (!options.empty()) {
     argv.push_back("-o");
-    argv.push_back(setup.mount_options);
+    argv.push_back(options);
   }
   WALFS_ASSIGN_OR_RETURN(pid_t pid, Spawn(argv, LogTo(setup.daemon_log)));
   Daemon d;
@@ -64,6 +97,11 @@ Result<Daemon> StartDaemon(const Setup& setup, int timeout_s) {
   for (;;) {
     if (LiveWalfsMount(setup.mnt)) {
       d.mount_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      if (Status s = CheckTransport(setup); !s.ok()) {
+        (void)UnmountAndWait(setup, &d, timeout_s);
+        if (d.pid > 0) KillGroupAndReap(d.pid);
+        return s;
+      }
       d.output = Slurp(setup.daemon_log, log_from);
       return d;
     }

@@ -17,6 +17,9 @@ struct Setup {
   std::string mnt;
   std::string daemon_log;  // every daemon's stdout and stderr, appended
   std::string mount_options;  // passed as `-o OPTS` when not empty
+  // "dev" or "uring": passed as transport=, and a mount that serves through
+  // another transport is refused (unmounted, an error).  "": the mount's choice.
+  std::string transport;
 };
 
 struct Daemon {
@@ -26,7 +29,8 @@ struct Daemon {
 };
 
 // Starts the daemon and waits (up to `timeout_s`) for a live fuse.walfs
-// mount at the mountpoint (a dead one left there does not count).
+// mount at the mountpoint (a dead one left there does not count), serving
+// through setup.transport when that is set.
 Result<Daemon> StartDaemon(const Setup& setup, int timeout_s);
 
 // umount (fusermount3 -u when not root), then the daemon must exit 0 within

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -85,6 +86,10 @@ int Main(int argc, char** argv) {
                  "rounds 1, 1+N, 1+2N...: the unsynced writers alone, so that only the lazy push writes "
                  "their changes (default 4; 0: never)");
   app.add_option("--mount-options", o.mount_options, "walfs -o OPTS for every mount (default none)");
+  app.add_option("--transport", o.transport,
+                 "serve every mount through dev (/dev/fuse) or uring (the io_uring rings; skipped, exit "
+                 "77, where the kernel does not offer them); default: the mount's own choice")
+      ->check(CLI::IsMember({"dev", "uring"}));
   app.add_option("--min-delay-ms", o.min_delay_ms, "earliest kill after the mount (default 300)");
   app.add_option("--max-delay-ms", o.max_delay_ms, "latest kill after the mount (default 4000)");
   app.add_flag("--no-aim", no_aim, "no walfs-aim load");
@@ -125,6 +130,18 @@ int Main(int argc, char** argv) {
   } else {
     ::close(fd);
   }
+  if (o.transport == "uring") {
+    // The kernel offers the rings only while the fuse module's enable_uring
+    // is on (Linux 6.14 and later).
+    std::ifstream param("/sys/module/fuse/parameters/enable_uring");
+    std::string on;
+    if (!(param >> on) || on != "Y") {
+      fmt::print("walfs-killtest: skipped: --transport uring, but the kernel does not offer FUSE over "
+                 "io_uring ({}; as root: echo Y > /sys/module/fuse/parameters/enable_uring)\n",
+                 param ? "enable_uring is off" : "no such kernel feature");
+      return kExitSkip;
+    }
+  }
   if (app.count("--dir") == 0) {
     struct statvfs sv = {};
     if (::statvfs(o.dir.c_str(), &sv) != 0 ||
@@ -135,9 +152,10 @@ int Main(int argc, char** argv) {
   }
 
   fmt::print("walfs-killtest: seed {}, {} rounds, {} writers, {} unsynced (margin {} ms), kill after "
-             "{}..{} ms, aim {}, fio {}, mount options '{}'\n",
+             "{}..{} ms, aim {}, fio {}, mount options '{}', transport {}\n",
              o.seed, o.rounds, o.writers, o.unsynced_writers, o.unsynced_margin_ms, o.min_delay_ms,
-             o.max_delay_ms, o.aim ? "on" : "off", o.fio ? "on" : "off", o.mount_options);
+             o.max_delay_ms, o.aim ? "on" : "off", o.fio ? "on" : "off", o.mount_options,
+             o.transport.empty() ? "the mount's choice" : o.transport);
   std::fflush(stdout);
   Campaign campaign(o);
   if (Status s = campaign.Prepare(); !s.ok()) {
