@@ -9,7 +9,9 @@
 #              /sys/module/fuse/parameters/enable_uring is writable)
 #   b. asan    clang, address,undefined  build/variants/asan    ctest -LE peers
 #              -DWALFS_WERROR=ON (-Wthread-safety, STYLE.md rule 10)
-#   c. tsan    clang, thread             build/variants/tsan    ctest -LE peers
+#   c. tsan    clang, thread             build/variants/tsan    ctest -LE peers; the FUSE
+#              suites over /dev/fuse, the transport's own specs (UringTransport.*)
+#              over the rings (enable_uring on for the job where writable)
 #   d. fuzz    clang, -DWALFS_FUZZ=ON    build/variants/fuzz    ctest -L fuzz
 #              (builds only the libFuzzer targets; each runs 10 s)
 #
@@ -225,6 +227,7 @@ test_job gcc build
 # puts it back, so the other jobs serve through /dev/fuse (the default,
 # transport=auto, falls back to it) and both transports are covered.
 uring_param=/sys/module/fuse/parameters/enable_uring
+uring_was=N
 if [[ -w $uring_param ]]; then
   uring_was=$(cat "$uring_param")
   echo Y >"$uring_param"
@@ -247,8 +250,16 @@ test_job asan build/variants/asan --skip-label peers \
 
 finish_prebuild tsan
 prebuild fuzz build/variants/fuzz --target fuzzers -- "${fuzz_args[@]}"
+# TSan over both transports: the FUSE suites through /dev/fuse
+# (WALFS_FUSE_TRANSPORT=dev), and with the rings on for the job the
+# transport's own specs (UringTransport.*, which ask for transport=uring)
+# through the rings, callers on every CPU at once among them.
+tsan_rc=0
+if [[ -w $uring_param ]]; then echo Y >"$uring_param"; fi
 test_job tsan build/variants/tsan --skip-label peers \
-  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 WALFS_FUSE_TRANSPORT=dev || tsan_rc=$?
+if [[ -w $uring_param ]]; then echo "$uring_was" >"$uring_param"; fi
+((tsan_rc == 0)) || exit "$tsan_rc"
 
 finish_prebuild fuzz
 test_job fuzz build/variants/fuzz --label fuzz \
