@@ -208,20 +208,25 @@ FuseServer::FuseServer(fs::Filesystem* fs, const FuseServerOptions& options, std
     auto last = std::make_shared<Last>();
     src.files.push_back({.name = "fault",
                          .read =
-                             [dev, last] {
+                             [this, dev, last] {
                                std::lock_guard l(last->mu);
-                               return FaultText(*dev, last->command);
+                               return FaultText(*dev, last->command) + session_io_.RingFaultText();
                              },
                          .write =
-                             [dev, last](std::string_view command) -> Status {
-                               WALFS_RETURN_IF_ERROR(ApplyFaultCommand(dev, command));
+                             [this, dev, last](std::string_view command) -> Status {
+                               // The image's I/O (base/block_device_fault_command.h), or the
+                               // rings' commits (SessionIo::ApplyRingFault).
+                               WALFS_RETURN_IF_ERROR(SessionIo::IsRingFaultCommand(command)
+                                                         ? session_io_.ApplyRingFault(command)
+                                                         : ApplyFaultCommand(dev, command));
                                Message(Severity::kWarning, "fault injection: {}", command);
                                std::lock_guard l(last->mu);
                                last->command = std::string(command);
                                return Status::Ok();
                              },
                          .snapshot = false,
-                         .help = "testing (-o fault_injection): fail the image's I/O; read: what is armed"});
+                         .help = "testing (-o fault_injection): fail the image's I/O or a ring commit; "
+                                 "read: what is armed"});
   }
   control_ = std::make_unique<ControlDir>(std::move(src));
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <string_view>
 
@@ -155,6 +156,41 @@ bool SessionIo::PrepareRings() {
   Message(Severity::kInfo, "serving FUSE requests through io_uring: {} queues (one per CPU), {} lanes each",
           uring_owner_->queues(), uring_owner_->lanes_per_queue());
   return true;
+}
+
+bool SessionIo::IsRingFaultCommand(std::string_view command) {
+  const std::size_t start = command.find_first_not_of(" \t\n");
+  return start != std::string_view::npos && command.substr(start).starts_with("ring_commit");
+}
+
+Status SessionIo::ApplyRingFault(std::string_view command) {
+  std::string_view rest = command;
+  auto word = [&rest]() {
+    const std::size_t start = rest.find_first_not_of(" \t\n");
+    if (start == std::string_view::npos) return std::string_view();
+    rest.remove_prefix(start);
+    const std::size_t end = std::min(rest.find_first_of(" \t\n"), rest.size());
+    const std::string_view w = rest.substr(0, end);
+    rest.remove_prefix(end);
+    return w;
+  };
+  const std::string_view verb = word(), count = word(), extra = word();
+  std::uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), n);
+  if (verb != "ring_commit" || count.empty() || ec != std::errc() || end != count.data() + count.size() ||
+      !extra.empty())
+    return Status::InvalidArgument(fmt::format("'{}': expected 'ring_commit N' (N >= 0)", command));
+  UringTransport* uring = uring_.load(std::memory_order_acquire);
+  if (uring == nullptr || !uring->serving())
+    return Status::InvalidArgument("ring_commit: the mount serves through /dev/fuse, not the io_uring rings");
+  uring->FailNthCommit(n);
+  return Status::Ok();
+}
+
+std::string SessionIo::RingFaultText() const {
+  const UringTransport* uring = uring_.load(std::memory_order_acquire);
+  if (uring == nullptr || !uring->serving()) return "";
+  return fmt::format("ring_commit_failures: {}\n", uring->commit_failures());
 }
 
 bool SessionIo::KillSuidgid() { return serving.kill_suidgid; }

@@ -113,6 +113,17 @@ class SessionIo {
   // `fuse_daemon_cpu_us`.
   std::string StatsText() const;
 
+  // Testing (-o fault_injection's .walfs/fault): `ring_commit N` makes the
+  // N-th commit of a reply through the rings from now carry an id the
+  // kernel refuses (UringTransport::FailNthCommit; 0 disarms).
+  // InvalidArgument for another command, a bad N, or a mount serving
+  // through /dev/fuse.  IsRingFaultCommand tells which commands are these.
+  static bool IsRingFaultCommand(std::string_view command);
+  Status ApplyRingFault(std::string_view command);
+  // `ring_commit_failures: N` (the commits the kernel refused), or "" when
+  // the mount serves through /dev/fuse.
+  std::string RingFaultText() const;
+
   // The callbacks (public for the C trampolines in session_io.cc).
   // Reading()/ReadDone() bracket a worker's read(2) of /dev/fuse;
   // WorkerIdle() ends a busy spell (at the next read, or when libfuse

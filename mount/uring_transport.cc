@@ -55,6 +55,11 @@ struct UringTransport::Lane {
   // the next request overwrites the buffers its arguments point into.
   bool in_serve = false;
   bool replied_in_serve = false;
+  // The lane's own thread only: the command in flight on the entry (what a
+  // failed completion refused), and whether a refused commit was sent
+  // again (the next request the entry carries clears it).
+  std::uint32_t in_flight = 0;
+  bool commit_retried = false;
   std::atomic<std::uint64_t> requests{0};
 };
 
@@ -184,9 +189,16 @@ void UringTransport::Submit(Lane* lane, std::uint32_t cmd_op, std::uint64_t comm
   }
   fuse_uring::CmdReq req{};
   req.commit_id = commit_id;
+  if (cmd_op == fuse_uring::kCmdCommitAndFetch) {
+    std::uint64_t in = fail_commit_in_.load(std::memory_order_relaxed);
+    while (in > 0 && !fail_commit_in_.compare_exchange_weak(in, in - 1, std::memory_order_relaxed)) {
+    }
+    if (in == 1) req.commit_id = ~commit_id;  // FailNthCommit: an id no request has
+  }
   req.qid = static_cast<std::uint16_t>(lane->qid);
   std::memcpy(sqe->cmd, &req, sizeof req);
   io_uring_sqe_set_data64(sqe, kEntryTag);
+  lane->in_flight = cmd_op;
   const int rc = io_uring_submit(&lane->ring);
   if (rc < 0) errors_.fetch_add(1, std::memory_order_relaxed);
 }
@@ -228,10 +240,38 @@ void UringTransport::Run(Lane* lane) {
       Submit(lane, fuse_uring::kCmdRegister, 0);
       continue;
     }
+    if (res < 0 && lane->in_flight == fuse_uring::kCmdCommitAndFetch && res != -ENOTCONN &&
+        res != -ECANCELED) {
+      // The kernel refused a commit (ENOENT: it knows no request by that
+      // commit id; EINVAL: the entry was not in userspace).  The kernel
+      // checks this before it touches the entry, so the entry still holds
+      // the request and our reply: commit it again, once.  If that fails
+      // too the reply cannot reach its caller (who waits until the mount is
+      // aborted or unmounted); the lane registers a fresh entry so that its
+      // queue keeps serving, and the refused one stays with the kernel
+      // until the connection ends.
+      commit_failures_.fetch_add(1, std::memory_order_relaxed);
+      if (!lane->commit_retried) {
+        lane->commit_retried = true;
+        Message(Severity::kWarning, "FUSE ring queue {}: the kernel refused a reply's commit ({}): committing it again",
+                lane->qid, std::strerror(-res));
+        Commit(lane);
+        continue;
+      }
+      lane->commit_retried = false;
+      reregistered_.fetch_add(1, std::memory_order_relaxed);
+      Message(Severity::kError,
+              "FUSE ring queue {}: the kernel refused a reply's commit twice ({}): its caller waits until the "
+              "mount ends; the lane registers a fresh entry",
+              lane->qid, std::strerror(-res));
+      Submit(lane, fuse_uring::kCmdRegister, 0);
+      continue;
+    }
     if (res < 0) {
       // ENOTCONN: the connection ended (unmount, abort); anything else:
       // the kernel refused the entry, and the connection went back to
-      // /dev/fuse (a failed registration turns the rings off).
+      // /dev/fuse (a failed registration turns the rings off), or refused
+      // a lane's fresh entry after a lost commit (the lane ends).
       if (res != -ENOTCONN && res != -ECANCELED) {
         errors_.fetch_add(1, std::memory_order_relaxed);
         if (!registered) refused_.store(true, std::memory_order_release);
@@ -244,6 +284,7 @@ void UringTransport::Run(Lane* lane) {
       registered = true;
       lanes_used_.fetch_add(1, std::memory_order_relaxed);
     }
+    lane->commit_retried = false;
     Serve(lane);
   }
   current_lane = nullptr;
@@ -352,8 +393,10 @@ std::string UringTransport::StatsText() const {
                               "fuse_uring_requests {}\n",
                               queues_, options_.lanes_per_queue, lanes_used_.load(std::memory_order_relaxed), total);
   for (std::uint32_t q = 0; q < queues_; ++q) s += fmt::format("fuse_uring_q{}_requests {}\n", q, per_queue[q]);
-  s += fmt::format("fuse_uring_foreign_replies {}\nfuse_uring_errors {}\n",
-                   foreign_replies_.load(std::memory_order_relaxed), errors_.load(std::memory_order_relaxed));
+  s += fmt::format("fuse_uring_foreign_replies {}\nfuse_uring_errors {}\nfuse_uring_commit_failures {}\n"
+                   "fuse_uring_reregistered {}\n",
+                   foreign_replies_.load(std::memory_order_relaxed), errors_.load(std::memory_order_relaxed),
+                   commit_failures_.load(std::memory_order_relaxed), reregistered_.load(std::memory_order_relaxed));
   return s;
 }
 

@@ -34,6 +34,13 @@
 // SessionIo) goes into the entry's buffers: the out header into in_out,
 // the arguments into the payload.
 //
+// A refused commit.  The kernel looks the commit id up before it touches
+// the entry, so an entry whose commit it refused (ENOENT, EINVAL) still
+// holds the request and the reply: the lane commits it again, once.  A
+// second refusal loses that reply (its caller waits until the mount ends);
+// the lane then registers a fresh entry so that its queue keeps serving
+// (`fuse_uring_commit_failures`, `fuse_uring_reregistered`).
+//
 // Readiness and fallback.  The kernel sends nothing through the rings until
 // every queue has an entry registered (is_ring_ready), and blocks new
 // requests while it waits; a registration that fails turns the rings off
@@ -98,8 +105,16 @@ class UringTransport {
   // `fuse_uring_queues N`, `fuse_uring_lanes_per_queue N`,
   // `fuse_uring_lanes_used N` (lanes that have carried a request),
   // `fuse_uring_requests N`, `fuse_uring_q<i>_requests N` per queue,
-  // `fuse_uring_foreign_replies N`, `fuse_uring_errors N`.
+  // `fuse_uring_foreign_replies N`, `fuse_uring_errors N`,
+  // `fuse_uring_commit_failures N`, `fuse_uring_reregistered N`.
   std::string StatsText() const;
+
+  // Testing (`ring_commit N` in .walfs/fault, -o fault_injection): the
+  // N-th commit from now (N >= 1, any lane) goes to the kernel with a
+  // commit id it does not know, as a corrupted entry would; 0 disarms.
+  // What a lane does when the kernel refuses a commit is in Run.
+  void FailNthCommit(std::uint64_t n) { fail_commit_in_.store(n, std::memory_order_relaxed); }
+  std::uint64_t commit_failures() const { return commit_failures_.load(std::memory_order_relaxed); }
 
   struct Lane;  // session_io.cc's trampolines need nothing of it: defined in the .cc
 
@@ -128,6 +143,9 @@ class UringTransport {
   std::atomic<std::uint32_t> lanes_used_{0};
   std::atomic<std::uint64_t> foreign_replies_{0};
   std::atomic<std::uint64_t> errors_{0};
+  std::atomic<std::uint64_t> fail_commit_in_{0};     // FailNthCommit's countdown (0: none)
+  std::atomic<std::uint64_t> commit_failures_{0};    // commits the kernel refused
+  std::atomic<std::uint64_t> reregistered_{0};       // lanes that registered a fresh entry
   bool stopped_ = false;  // Stop()'s, on the thread that calls it
 };
 

@@ -156,6 +156,58 @@ TEST_F(UringTransport, CallersOnEveryCpuAtOnceEachGetTheirOwnReplies) {
   }
 }
 
+// A commit the kernel refuses (with -o fault_injection, `ring_commit N` in
+// .walfs/fault gives the N-th commit from now an id no request has, as a
+// corrupted entry would): the kernel checks the id before it touches the
+// entry, so the lane commits the reply again and its caller is served.
+class UringCommitFault : public MountedFs {
+ public:
+  static void SetUpTestSuite() {
+    MountSuite({.options = {"transport=uring", "uring_lanes=2", "fault_injection"}});
+  }
+  // write(2) of `command` to .walfs/fault: 0, or the errno.
+  int Command(const std::string& command) {
+    const int fd = open((Root() + "/.walfs/fault").c_str(), O_WRONLY);
+    if (fd < 0) return errno;
+    const ssize_t n = write(fd, command.data(), command.size());
+    const int err = n < 0 ? errno : 0;
+    close(fd);
+    return err;
+  }
+};
+
+TEST_F(UringCommitFault, ARefusedCommitIsCommittedAgainAndItsCallerIsServed) {
+  WALFS_REQUIRE_WALFS();
+  if (!KernelOffersRings()) {
+    EXPECT_EQ(Command("ring_commit 1"), EINVAL) << "over /dev/fuse there is no ring commit to fail";
+    GTEST_SKIP() << "the fuse module's enable_uring is off here: the refusal was checked, the rings were not";
+  }
+  WriteFile(Path("before"), "served");
+  const long long failures = StatValue(Root(), "fuse_uring_commit_failures");
+  // The write of the command is itself a request: its own reply's commit is
+  // the first one after the command is armed, and is refused.
+  ASSERT_EQ(Command("ring_commit 1"), 0);
+  EXPECT_EQ(ReadFile(Path("before")), "served");
+  WriteFile(Path("after"), "served too");
+  EXPECT_EQ(ReadFile(Path("after")), "served too");
+  const std::string stats = StatsText(Root());
+  EXPECT_EQ(StatValue(Root(), "fuse_uring_commit_failures") - failures, 1) << stats;
+  EXPECT_EQ(StatValue(Root(), "fuse_uring_reregistered"), 0) << stats;
+  EXPECT_EQ(StatValue(Root(), "fuse_uring_errors"), 0) << stats;
+  const std::string messages = Slurp(Root() + "/.walfs/messages");
+  EXPECT_NE(messages.find("the kernel refused a reply's commit (No such file or directory): committing it again"),
+            std::string::npos)
+      << messages;
+  EXPECT_NE(ReadFile(Root() + "/.walfs/fault").find("ring_commit_failures: "), std::string::npos);
+}
+
+TEST_F(UringCommitFault, AMalformedRingCommandIsRefusedWithEinval) {
+  WALFS_REQUIRE_WALFS();
+  for (const char* bad : {"ring_commit", "ring_commit x", "ring_commit 1 2", "ring_commit -1"})
+    EXPECT_EQ(Command(bad), EINVAL) << bad;
+  if (KernelOffersRings()) EXPECT_EQ(Command("ring_commit 0"), 0) << "0 disarms";
+}
+
 class DevTransport : public MountedFs {
  public:
   static void SetUpTestSuite() { MountSuite({.options = {"transport=dev"}}); }
