@@ -22,7 +22,14 @@ python3 - "$dir/stats.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert list(d) == ["summary", "events", "operations", "callers", "grant_heads", "forces", "log_space"], list(d)
-assert d["summary"][0]["records"] > 0 and d["summary"][0]["lost"] == 0, d["summary"]
+# Loss depends on the machine: the recorder is a thread of the traced
+# program, and under TSan on two busy cores it fell behind the bench's two
+# emitters (727 of 11,162 lost in one CI run).  What must hold anywhere: a
+# loss is never silent -- lost records come with a lost marker, and none
+# without.
+summary = d["summary"][0]
+assert summary["records"] > 0, d["summary"]
+assert (summary["lost"] > 0) == (summary["lost_markers"] > 0), d["summary"]
 assert any(e["event"] == "journal_reserve" for e in d["events"])
 assert d["operations"] == [] and d["callers"] == []
 space = d["log_space"][0]
