@@ -40,7 +40,8 @@
 #     FsCrashDiscard, FsCrashPreallocated 400 -> 400 -> 100 operations
 #     UninitAgCrash, FsckRepairCrash     every prefix -> every -> every
 #                                        4th (and each ending at a flush)
-#     walfs_killtest_quick               gcc only
+#     walfs_killtest_quick               gcc only (over /dev/fuse; the
+#                                        _uring one in the uring job)
 # (an explicit WALFS_FS_CRASH_SEEDS, WALFS_FS_FAULT_SEEDS,
 # WALFS_HOSTILE_SEEDS or WALFS_HOSTILE_LOG_SEEDS in the environment wins
 # in every job).  The asan and
