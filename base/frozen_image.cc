@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <new>
 
-#include "base/check.h"
 
 namespace walfs {
 
