@@ -1,6 +1,7 @@
 #include "base/block_device.h"
 
 #include <algorithm>
+#include <bit>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -16,8 +17,6 @@ namespace walfs {
 namespace {
 
 thread_local bool tls_completion_thread = false;
-
-bool IsPowerOfTwo(std::uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
 }  // namespace
 
@@ -67,8 +66,8 @@ BlockDevice::BlockDevice(std::uint64_t size_bytes, std::uint32_t logical_block_s
     : size_bytes_(size_bytes),
       logical_block_size_(logical_block_size),
       io_alignment_(io_alignment) {
-  WALFS_CHECK_MSG(IsPowerOfTwo(logical_block_size), "sector size must be a power of two");
-  WALFS_CHECK_MSG(IsPowerOfTwo(io_alignment), "I/O alignment must be a power of two");
+  WALFS_CHECK_MSG(std::has_single_bit(logical_block_size), "sector size must be a power of two");
+  WALFS_CHECK_MSG(std::has_single_bit(io_alignment), "I/O alignment must be a power of two");
 }
 
 Status BlockDevice::Grow(std::uint64_t new_size) {
@@ -306,7 +305,7 @@ BlockDeviceStats BlockDevice::stats() const {
 
 std::uint64_t TornWriteLength(std::uint64_t offset, std::uint64_t len,
                               std::uint32_t sector_size, std::uint64_t sectors) {
-  WALFS_CHECK(IsPowerOfTwo(sector_size));
+  WALFS_CHECK(std::has_single_bit(sector_size));
   const std::uint64_t first_sector_start = offset & ~std::uint64_t{sector_size - 1};
   const std::uint64_t span = offset + len - first_sector_start;
   // Kept sectors beyond the write's last one change nothing.

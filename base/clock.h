@@ -26,4 +26,8 @@ inline std::int64_t ThreadCpuNanos() {
   return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
+// A duration in nanoseconds as microseconds or milliseconds, for reports.
+constexpr double NanosToMicros(std::uint64_t ns) { return static_cast<double>(ns) / 1e3; }
+constexpr double NanosToMillis(std::uint64_t ns) { return static_cast<double>(ns) / 1e6; }
+
 }  // namespace walfs

@@ -7,9 +7,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 
 namespace walfs {
+
+// A block's bytes as the char pointer the helpers below take.
+inline char* AsChars(std::span<std::byte> b) { return reinterpret_cast<char*>(b.data()); }
+inline const char* AsChars(std::span<const std::byte> b) { return reinterpret_cast<const char*>(b.data()); }
 
 // Each value is copied whole and byte-swapped only on a big-endian host (as
 // LevelDB's coding.h does): the compiler makes one load or store of it.  A

@@ -13,6 +13,16 @@
 #                     a third less compile time (the CI jobs set it)
 #   WALFS_PCH         precompiled headers for the test binaries and the
 #                     libraries (walfs_precompile below; ON by default)
+#
+# Unity builds (CMake's own CMAKE_UNITY_BUILD, which every CI job sets):
+# each target's .cc files are compiled eight to a translation unit, so one
+# file's anonymous-namespace helpers meet its neighbours'.  A helper that
+# two files need has one home in a header (base/stat_counter.h,
+# base/splitmix.h, tests/base/byte_pattern.h, ...); a spec file whose own
+# constants would clash (kSectors of different logs) keeps its names in a
+# namespace named after the file.  The whole tree is checked with
+# -DCMAKE_UNITY_BUILD_BATCH_SIZE=0 (every target one unit, so any batching
+# compiles).
 
 option(WALFS_WERROR "Treat warnings as errors" OFF)
 set(WALFS_SANITIZE "" CACHE STRING "Sanitizers: address,undefined | thread | empty")

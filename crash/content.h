@@ -11,15 +11,11 @@
 #include <cstdint>
 #include <string>
 
+#include "base/splitmix.h"
+
 namespace walfs::crash {
 
-// splitmix64's finaliser.
-inline std::uint64_t Mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+inline std::uint64_t Mix(std::uint64_t x) { return SplitMix64(x); }
 
 // With `low_lsn`, bytes 12..15 of every 4 KiB are zero: the high half of the
 // LSN a metadata block header keeps at byte 8 (fs/format/block_header.h), so

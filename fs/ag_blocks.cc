@@ -13,16 +13,12 @@ using format::BlockType;
 
 namespace {
 
-const char* Bytes(const BufRef& b) NO_THREAD_SAFETY_ANALYSIS {
-  return reinterpret_cast<const char*>(b->data().data());
-}
-
 enum class Kind { kBitmap, kImap };
 
 std::uint32_t OnDisk(const format::Superblock& sb, const BufRef& agh, Kind kind) {
   if (!sb.uninit_ag()) return kind == Kind::kBitmap ? sb.bitmap_blocks : sb.imap_blocks;
-  return DecodeFixed32(Bytes(agh) + (kind == Kind::kBitmap ? format::kAgBitmapInitOffset
-                                                           : format::kAgImapInitOffset));
+  return DecodeFixed32(HeldChars(agh) + (kind == Kind::kBitmap ? format::kAgBitmapInitOffset
+                                                               : format::kAgImapInitOffset));
 }
 
 std::uint64_t BlockNumber(const format::Superblock& sb, std::uint32_t agno, std::uint32_t index, Kind kind) {
@@ -42,9 +38,9 @@ Result<BufRef> ReadBlock(BufCache* cache, const format::Superblock& sb, std::uin
   // made real by a transaction that has not committed yet), else an empty
   // AG's block, made up now.  A fresh buffer is zeros: no magic.
   WALFS_ASSIGN_OR_RETURN(BufRef buf, cache->Get(blkno, type));
-  if (DecodeFixed32(Bytes(buf)) == 0) {
+  if (DecodeFixed32(HeldChars(buf)) == 0) {
     if (kind == Kind::kBitmap) {
-      const std::uint32_t length = DecodeFixed32(Bytes(agh) + 52);  // the header's length (ag_format.h)
+      const std::uint32_t length = DecodeFixed32(HeldChars(agh) + format::kAgLengthOffset);
       format::FillBitmapBlock(sb, agno, index, length, buf->data());
     } else {
       format::InitImapBlock(sb, agno, index, buf->data());

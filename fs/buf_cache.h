@@ -59,6 +59,12 @@ class BufRef {
   journal::BufLogItem* item_ = nullptr;
 };
 
+// The bytes of a buffer whose lock the caller has, directly or through a
+// transaction that holds the buffer (which the lock analysis cannot see).
+inline char* HeldChars(const BufRef& b) NO_THREAD_SAFETY_ANALYSIS {
+  return reinterpret_cast<char*>(b->data().data());
+}
+
 struct BufCacheStats {
   std::uint64_t buffers = 0;
   std::uint64_t hits = 0;

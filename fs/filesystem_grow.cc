@@ -27,12 +27,6 @@
 
 namespace walfs::fs {
 
-namespace {
-constexpr std::uint32_t kAgLengthOffset = 52, kAgFreeOffset = 56;  // ag_format.h
-
-char* Bytes(const BufRef& b) NO_THREAD_SAFETY_ANALYSIS { return reinterpret_cast<char*>(b->data().data()); }
-}  // namespace
-
 GrowReport Filesystem::Geometry() const {
   GrowReport r;
   r.block_size = sb_.block_size;
@@ -114,13 +108,13 @@ Status Filesystem::GrowStep(std::uint32_t last, std::uint32_t from, std::uint32_
     // The AG header first (the allocators' order), then its bitmap blocks.
     WALFS_ASSIGN_OR_RETURN(BufRef agh, cache_->Read(sb_.AgStart(last), format::BlockType::kAgHeader));
     WALFS_CHECK(tx.HoldAgHeader(agh, last));  // the first AG this transaction holds: waited for
-    char* h = Bytes(agh);
-    if (DecodeFixed32(h + kAgLengthOffset) != from)
+    char* h = HeldChars(agh);
+    if (DecodeFixed32(h + format::kAgLengthOffset) != from)
       return Status::Corruption(fmt::format("AG {} header: length {}, not the {} blocks the geometry gives it", last,
-                                            DecodeFixed32(h + kAgLengthOffset), from));
-    EncodeFixed32(h + kAgLengthOffset, to);
-    EncodeFixed32(h + kAgFreeOffset, DecodeFixed32(h + kAgFreeOffset) + delta);
-    tx.LogRange(agh, kAgLengthOffset, kAgFreeOffset + 3);
+                                            DecodeFixed32(h + format::kAgLengthOffset), from));
+    EncodeFixed32(h + format::kAgLengthOffset, to);
+    EncodeFixed32(h + format::kAgFreeBlocksOffset, DecodeFixed32(h + format::kAgFreeBlocksOffset) + delta);
+    tx.LogRange(agh, format::kAgLengthOffset, format::kAgFreeBlocksOffset + 3);
     // The bits past the old end were set (never allocated): clear them.
     const std::uint64_t bits = format::BitsPerBitmapBlock(sb_.block_size);
     for (std::uint64_t b = from; b < to;) {
@@ -147,7 +141,7 @@ Status Filesystem::GrowStep(std::uint32_t last, std::uint32_t from, std::uint32_
   // The superblock's geometry and lazy free count.
   WALFS_ASSIGN_OR_RETURN(BufRef sbuf, cache_->Read(0, format::BlockType::kSuper));
   tx.Hold(sbuf);
-  char* s = Bytes(sbuf);
+  char* s = HeldChars(sbuf);
   EncodeFixed64(s + format::kSuperTotalBlocksOffset, geo.total_blocks);
   EncodeFixed32(s + format::kSuperAgCountOffset, geo.ag_count);
   EncodeFixed64(s + format::kSuperFreeBlocksOffset,

@@ -17,15 +17,11 @@ using format::InodeCore;
 namespace {
 // AG header fields (ag_format.h).
 constexpr std::uint32_t kIcountOffset = 60, kIfreeOffset = 64, kChunksOffset = 68;
-
-char* Bytes(const BufRef& b) NO_THREAD_SAFETY_ANALYSIS {
-  return reinterpret_cast<char*>(b->data().data());
-}
 }  // namespace
 
 void InodeAllocator::AddToAgCounts(FsTransaction* tx, const BufRef& agh, int icount, int ifree,
                                    int chunks) {
-  char* p = Bytes(agh);
+  char* p = HeldChars(agh);
   EncodeFixed32(p + kIcountOffset, static_cast<std::uint32_t>(
                                        static_cast<int>(DecodeFixed32(p + kIcountOffset)) + icount));
   EncodeFixed32(p + kIfreeOffset, static_cast<std::uint32_t>(
@@ -45,7 +41,7 @@ Result<InodeAllocator::MapSlot> InodeAllocator::FindRecord(FsTransaction* tx, st
     // The AG header lock (held) serializes every change to the map.
     for (std::uint32_t slot = 0; slot < format::RecordsPerImapBlock(sb_->block_size); ++slot) {
       ImapRecord rec = format::GetImapRecord(
-          std::span<const std::byte>(reinterpret_cast<const std::byte*>(Bytes(imap)), sb_->block_size), slot);
+          std::span<const std::byte>(reinterpret_cast<const std::byte*>(HeldChars(imap)), sb_->block_size), slot);
       const bool match = what == Find::kChunk   ? rec.start == chunk_start
                          : what == Find::kEmpty ? rec.start == 0
                                                 : (rec.start != 0 && rec.free_count > 0);
@@ -70,7 +66,7 @@ Result<InodeAllocator::MapSlot> InodeAllocator::FindRecord(FsTransaction* tx, st
 Status InodeAllocator::PutRecord(FsTransaction* tx, std::uint32_t agno, const BufRef& agh, const MapSlot& s) {
   WALFS_RETURN_IF_ERROR(PrepareImapChange(tx, cache_, *sb_, agno, s.index, agh));
   format::PutImapRecord(
-      std::span<std::byte>(reinterpret_cast<std::byte*>(Bytes(s.block)), sb_->block_size), s.slot,
+      std::span<std::byte>(reinterpret_cast<std::byte*>(HeldChars(s.block)), sb_->block_size), s.slot,
       s.rec);
   const std::uint32_t off = format::ImapRecordOffset(s.slot);
   tx->LogRange(s.block, off, off + static_cast<std::uint32_t>(format::kImapRecordSize) - 1);
@@ -97,7 +93,7 @@ Result<InodeAllocator::MapSlot> InodeAllocator::NewChunk(FsTransaction* tx, std:
     for (std::uint32_t s = 0; s < sb_->inodes_per_block(); ++s) {
       const std::uint64_t ino = (e.disk_block + b) * sb_->inodes_per_block() + s;
       format::EncodeInode(format::FreeInode(ino, 0),
-                          std::span<std::byte>(reinterpret_cast<std::byte*>(Bytes(blk)) +
+                          std::span<std::byte>(reinterpret_cast<std::byte*>(HeldChars(blk)) +
                                                    std::size_t{s} * format::kInodeSize,
                                                format::kInodeSize));
     }
@@ -118,7 +114,7 @@ Result<InodeCore> InodeAllocator::ReadCore(FsTransaction* tx, std::uint64_t ino)
   const bool held = tx != nullptr && tx->Holds(blk);
   if (!held) blk->Lock();
   Result<InodeCore> core = format::DecodeInode(
-      std::span<const std::byte>(reinterpret_cast<const std::byte*>(Bytes(blk)) + OffsetOf(ino),
+      std::span<const std::byte>(reinterpret_cast<const std::byte*>(HeldChars(blk)) + OffsetOf(ino),
                                  format::kInodeSize),
       ino);
   if (!held) blk->Unlock();
@@ -130,7 +126,7 @@ Result<InodeCore> InodeAllocator::ReadCore(FsTransaction* tx, std::uint64_t ino)
 Status InodeAllocator::WriteInode(FsTransaction* tx, const InodeCore& core) {
   WALFS_ASSIGN_OR_RETURN(BufRef blk, cache_->Read(BlockOf(core.ino), BlockType::kInodes));
   tx->Hold(blk);
-  format::EncodeInode(core, std::span<std::byte>(reinterpret_cast<std::byte*>(Bytes(blk)) +
+  format::EncodeInode(core, std::span<std::byte>(reinterpret_cast<std::byte*>(HeldChars(blk)) +
                                                      OffsetOf(core.ino),
                                                  format::kInodeSize));
   tx->LogRange(blk, OffsetOf(core.ino), OffsetOf(core.ino) + format::kInodeSize - 1);
@@ -142,8 +138,8 @@ Status InodeAllocator::LogInode(FsTransaction* tx, std::uint64_t ino, const Inod
   constexpr std::uint32_t kNextOffset = 96;  // inode_format.h
   WALFS_ASSIGN_OR_RETURN(BufRef blk, cache_->Read(BlockOf(ino), BlockType::kInodes));
   tx->Hold(blk);
-  std::span<std::byte> block(reinterpret_cast<std::byte*>(Bytes(blk)), sb_->block_size);
-  char* raw = Bytes(blk) + OffsetOf(ino);
+  std::span<std::byte> block(reinterpret_cast<std::byte*>(HeldChars(blk)), sb_->block_size);
+  char* raw = HeldChars(blk) + OffsetOf(ino);
   const std::uint64_t next = next_unlinked ? *next_unlinked : DecodeFixed64(raw + kNextOffset);
   if (core != nullptr) {
     WALFS_CHECK(core->ino == ino);
@@ -172,7 +168,7 @@ Result<std::uint64_t> InodeAllocator::PickInAg(FsTransaction* tx, std::uint32_t 
   // block read and every record decoded, once per 64 creates -- only finds
   // that out.  A count that disagrees with the map is fsck's business; here
   // it can only cost a chunk.
-  Result<MapSlot> found = DecodeFixed32(Bytes(agh) + kIfreeOffset) == 0
+  Result<MapSlot> found = DecodeFixed32(HeldChars(agh) + kIfreeOffset) == 0
                               ? Result<MapSlot>(Status::NotFound(fmt::format("AG {}: no free inode", agno)))
                               : FindRecord(tx, agno, agh, Find::kFree, 0);
   MapSlot s;

@@ -4,6 +4,7 @@
 #include <uuid/uuid.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <ctime>
 #include <vector>
@@ -29,7 +30,6 @@ constexpr std::uint64_t kMaxAgBytes = 1ull << 40;   // 1 TiB
 constexpr std::uint64_t kSmallAgBytes = 16 * kMiB;  // below this, fewer AGs
 constexpr std::uint32_t kDefaultAgCount = 4;
 
-bool PowerOfTwo(std::uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 std::uint64_t DivUp(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 // The first chunk-aligned agblock at or after `b`.
 std::uint32_t AlignChunk(const Superblock& sb, std::uint32_t b) {
@@ -74,7 +74,7 @@ std::uint64_t MinLogBytes(std::uint32_t block_size) {
 }
 
 Result<Superblock> PlanFilesystem(std::uint64_t device_bytes, const MkfsOptions& o) {
-  if (!PowerOfTwo(o.block_size) || o.block_size < format::kMinBlockSize ||
+  if (!std::has_single_bit(o.block_size) || o.block_size < format::kMinBlockSize ||
       o.block_size > format::kMaxBlockSize)
     return Status::InvalidArgument(fmt::format("block size {} is not a power of two from {} to {}",
                                                o.block_size, format::kMinBlockSize,

@@ -13,9 +13,9 @@ namespace walfs::journal {
 namespace {
 
 // Field offsets in the body header (see buf_log_format.h).
-constexpr std::size_t kOffMagic = 0, kOffFlags = 2, kOffBlkno = 4, kOffBlockSize = 12,
-                      kOffLsnOffset = 16, kOffMap = kBufLogHeaderSize;
-static_assert(kOffLsnOffset + 4 == kBufLogHeaderSize, "body header layout");
+constexpr std::size_t kBodyMagic = 0, kBodyFlags = 2, kBodyBlkno = 4, kBodyBlockSize = 12,
+                      kBodyLsnOffset = 16, kBodyMap = kBufLogHeaderSize;
+static_assert(kBodyLsnOffset + 4 == kBufLogHeaderSize, "body header layout");
 static_assert(kBufMaxBlockSize / kBufChunkSize % 32 == 0 && kBufMinBlockSize % kBufChunkSize == 0);
 
 // Why f cannot be encoded or applied as it is; empty when it can.
@@ -81,14 +81,14 @@ Result<BufLogFormat> DecodeBufLog(std::string_view body) {
   if (body.size() < kBufLogHeaderSize)
     return bad(fmt::format("{} bytes, the header needs {}", body.size(), kBufLogHeaderSize));
   const char* p = body.data();
-  if (const std::uint16_t magic = DecodeFixed16(p + kOffMagic); magic != kBufLogMagic)
+  if (const std::uint16_t magic = DecodeFixed16(p + kBodyMagic); magic != kBufLogMagic)
     return bad(fmt::format("magic {:#06x} is not {:#06x}", magic, kBufLogMagic));
   BufLogFormat f;
-  f.flags = static_cast<std::uint8_t>(p[kOffFlags]);
-  f.type = static_cast<std::uint8_t>(p[kOffFlags + 1]);
-  f.blkno = DecodeFixed64(p + kOffBlkno);
-  f.block_size = DecodeFixed32(p + kOffBlockSize);
-  f.lsn_offset = DecodeFixed32(p + kOffLsnOffset);
+  f.flags = static_cast<std::uint8_t>(p[kBodyFlags]);
+  f.type = static_cast<std::uint8_t>(p[kBodyFlags + 1]);
+  f.blkno = DecodeFixed64(p + kBodyBlkno);
+  f.block_size = DecodeFixed32(p + kBodyBlockSize);
+  f.lsn_offset = DecodeFixed32(p + kBodyLsnOffset);
   if (f.flags & ~kBufKnownFlags) return bad(fmt::format("unknown flags {:#04x}", f.flags));
   if (!ValidBufBlockSize(f.block_size))
     return bad(fmt::format("block size {} is not a power of two in [{}, {}]", f.block_size,
@@ -102,8 +102,8 @@ Result<BufLogFormat> DecodeBufLog(std::string_view body) {
     return bad(fmt::format("{} bytes after the header, the chunk map needs {}",
                            body.size() - kBufLogHeaderSize, words * 4));
   f.chunk_map.resize(words);
-  for (std::size_t i = 0; i < words; ++i) f.chunk_map[i] = DecodeFixed32(p + kOffMap + 4 * i);
-  f.data.assign(body.substr(kOffMap + 4 * words));
+  for (std::size_t i = 0; i < words; ++i) f.chunk_map[i] = DecodeFixed32(p + kBodyMap + 4 * i);
+  f.data.assign(body.substr(kBodyMap + 4 * words));
   if (std::string why = Malformed(f); !why.empty())
     return bad(fmt::format("block {}: {}", f.blkno, why));
   const std::uint32_t chunks = CountChunks(f.chunk_map);

@@ -4,30 +4,11 @@
 
 #include "base/check.h"
 #include "base/clock.h"
+#include "base/stat_counter.h"
 #include "journal/journal_events.h"
 #include "journal/log_space.h"
 
 namespace walfs::journal {
-
-namespace {
-
-void BumpMax(std::atomic<std::uint64_t>* max, std::uint64_t v) {
-  std::uint64_t m = max->load(std::memory_order_relaxed);
-  while (v > m && !max->compare_exchange_weak(m, v, std::memory_order_relaxed)) {
-  }
-}
-
-void BumpMax(std::atomic<std::int64_t>* max, std::int64_t v) {
-  std::int64_t m = max->load(std::memory_order_relaxed);
-  while (v > m && !max->compare_exchange_weak(m, v, std::memory_order_relaxed)) {
-  }
-}
-
-void Inc(std::atomic<std::uint64_t>* c, std::uint64_t n = 1) {
-  c->fetch_add(n, std::memory_order_relaxed);
-}
-
-}  // namespace
 
 LatencySummary Summarize(const Histogram& h) {
   return LatencySummary{h.Count(), h.Mean(), h.Percentile(0.5), h.Percentile(0.99), h.Max()};

@@ -3,13 +3,10 @@
 #include <fmt/format.h>
 
 #include "base/check.h"
+#include "base/stat_counter.h"
 #include "journal/journal_events.h"
 
 namespace walfs::journal {
-
-namespace {
-void Inc(std::atomic<std::uint64_t>* c) { c->fetch_add(1, std::memory_order_relaxed); }
-}  // namespace
 
 Result<std::unique_ptr<LogSpace>> LogSpace::Create(LogSpaceOptions options) {
   if (options.log_bytes <= 0)

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <exception>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
@@ -136,6 +138,13 @@ std::optional<int> Parse(CLI::App& app, int argc, char** argv, int usage_exit) {
     if (const auto slash = program.rfind('/'); slash != std::string::npos) program = program.substr(slash + 1);
     return UsageError(program, what, usage_exit);
   }
+}
+
+std::string ReadSmallFile(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
 }  // namespace walfs::cli

@@ -12,6 +12,7 @@
 // another), UsageError() prints the same one line and returns the code.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,5 +57,9 @@ int FileError(std::string_view program, std::string_view path, const Status& s);
 
 // Prints "PROGRAM: WHAT; see PROGRAM --help" on stderr and returns usage_exit.
 int UsageError(std::string_view program, std::string_view what, int usage_exit = kUsageExit);
+
+// The whole of a small file (a /proc file, a file of a mount's .walfs
+// directory); empty when it cannot be read.
+std::string ReadSmallFile(const std::filesystem::path& path);
 
 }  // namespace walfs::cli

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -58,13 +57,6 @@ std::vector<std::string> JoinFields(const std::vector<std::string>& names, const
   return out;
 }
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 int ListFile(const std::string& path) {
   auto reader = TraceFileReader::Open(path);
   if (!reader.ok()) return cli::FileError("walfs-trace", path, reader.status());
@@ -102,7 +94,7 @@ int ListMount(const std::string& mount) {
       // "\tfield:u64 head;\t..." / "\tfield:char comm[8];\t...", after the common_ fields.
       std::vector<std::string> names;
       std::vector<bool> chars;
-      std::istringstream format(Slurp(ev.path() / "format"));
+      std::istringstream format(cli::ReadSmallFile(ev.path() / "format"));
       for (std::string l; std::getline(format, l);) {
         const std::size_t at = l.find("field:"), semi = l.find(';');
         if (at == std::string::npos || semi == std::string::npos) continue;
@@ -114,7 +106,7 @@ int ListMount(const std::string& mount) {
         names.push_back(name);
         chars.push_back(is_chars);
       }
-      std::string enable = Slurp(ev.path() / "enable");
+      std::string enable = cli::ReadSmallFile(ev.path() / "enable");
       while (!enable.empty() && enable.back() == '\n') enable.pop_back();
       lines.push_back({sub.path().filename().string() + "/" + ev.path().filename().string(),
                        enable == "1" ? "on" : enable == "0" ? "off" : enable, JoinFields(names, chars)});

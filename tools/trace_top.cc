@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -21,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "base/report.h"
+#include "tools/cli.h"
 #include "tools/log_bar.h"
 
 namespace walfs::tracing {
@@ -30,19 +30,12 @@ namespace {
 namespace fs = std::filesystem;
 
 std::atomic<bool> stop_requested{false};
-void OnStopSignal(int) { stop_requested.store(true); }
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+void OnTopStopSignal(int) { stop_requested.store(true); }
 
 // The `key value` lines of a stats text, up to the tracer's section.
-using Stats = std::map<std::string, std::string, std::less<>>;
-Stats ParseStats(const std::string& text) {
-  Stats out;
+using StatsMap = std::map<std::string, std::string, std::less<>>;
+StatsMap ParseStats(const std::string& text) {
+  StatsMap out;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     if (line.starts_with("tracer:")) break;
@@ -53,7 +46,7 @@ Stats ParseStats(const std::string& text) {
   return out;
 }
 
-double Num(const Stats& s, std::string_view key) {
+double Num(const StatsMap& s, std::string_view key) {
   auto it = s.find(key);
   if (it == s.end()) return 0;
   try {
@@ -63,7 +56,7 @@ double Num(const Stats& s, std::string_view key) {
   }
 }
 
-std::string Str(const Stats& s, std::string_view key) {
+std::string Str(const StatsMap& s, std::string_view key) {
   auto it = s.find(key);
   return it == s.end() ? "-" : it->second;
 }
@@ -118,7 +111,7 @@ std::vector<Exit> NewExits(const std::string& trace, double* last_ts) {
 // came before the snapshot): named from /proc while the process lives.
 std::string NamedCaller(const std::string& caller) {
   if (!caller.starts_with("<...>-")) return caller;
-  std::string comm = Slurp(fs::path("/proc") / caller.substr(6) / "comm");
+  std::string comm = cli::ReadSmallFile(fs::path("/proc") / caller.substr(6) / "comm");
   while (!comm.empty() && comm.back() == '\n') comm.pop_back();
   return comm.empty() ? caller : comm + caller.substr(5);
 }
@@ -136,7 +129,7 @@ std::string Table(const Report& r) {
   return out;
 }
 
-std::string Frame(const TopOptions& o, const Stats& a, const Stats& b, double dt, bool traced,
+std::string Frame(const TopOptions& o, const StatsMap& a, const StatsMap& b, double dt, bool traced,
                   const std::vector<Exit>& exits) {
   auto rate = [&](std::string_view key) { return (Num(b, key) - Num(a, key)) / dt; };
   std::string f;
@@ -250,7 +243,7 @@ std::string Frame(const TopOptions& o, const Stats& a, const Stats& b, double dt
 
 // Whether any fs exit event is on (events/fs/enable reads 1 or X).
 bool FsEventsOn(const fs::path& ctl) {
-  const std::string e = Slurp(ctl / "events" / "fs" / "enable");
+  const std::string e = cli::ReadSmallFile(ctl / "events" / "fs" / "enable");
   return !e.empty() && e[0] != '0';
 }
 
@@ -264,17 +257,17 @@ int RunTop(const TopOptions& o) {
     return 1;
   }
   struct sigaction sa = {};
-  sa.sa_handler = OnStopSignal;
+  sa.sa_handler = OnTopStopSignal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
-  Stats prev = ParseStats(Slurp(ctl / "stats"));
+  StatsMap prev = ParseStats(cli::ReadSmallFile(ctl / "stats"));
   if (prev.empty()) {
     fmt::print(stderr, "walfs-trace: {}: cannot read {}\n", o.mount, (ctl / "stats").string());
     return 1;
   }
   double last_ts = 0;
-  if (FsEventsOn(ctl)) NewExits(Slurp(ctl / "trace"), &last_ts);  // what is older than the first frame
+  if (FsEventsOn(ctl)) NewExits(cli::ReadSmallFile(ctl / "trace"), &last_ts);  // what is older than the first frame
   auto t0 = std::chrono::steady_clock::now();
   for (int frame = 0; o.iterations == 0 || frame < o.iterations; ++frame) {
     const auto until = t0 + std::chrono::duration<double>(o.interval_s);
@@ -282,13 +275,13 @@ int RunTop(const TopOptions& o) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (stop_requested.load()) break;
     const auto t1 = std::chrono::steady_clock::now();
-    Stats cur = ParseStats(Slurp(ctl / "stats"));
+    StatsMap cur = ParseStats(cli::ReadSmallFile(ctl / "stats"));
     if (cur.empty()) {
       fmt::print(stderr, "walfs-trace: {}: the mount went away\n", o.mount);
       return 1;
     }
     const bool traced = FsEventsOn(ctl);
-    const std::vector<Exit> exits = traced ? NewExits(Slurp(ctl / "trace"), &last_ts) : std::vector<Exit>{};
+    const std::vector<Exit> exits = traced ? NewExits(cli::ReadSmallFile(ctl / "trace"), &last_ts) : std::vector<Exit>{};
     const double dt = std::chrono::duration<double>(t1 - t0).count();
     const std::string text = Frame(o, prev, cur, dt, traced, exits);
     if (tty)

@@ -30,7 +30,7 @@ struct Recorder {
 
 Recorder* g_recorder = nullptr;
 
-void Report(const std::string& path, const Status& s) {
+void ReportRecordError(const std::string& path, const Status& s) {
   std::fprintf(stderr, "walfs: trace recording to %s: %s\n", path.c_str(), s.ToString().c_str());
 }
 
@@ -53,7 +53,7 @@ void RecorderMain(Recorder* r) {
     if (error.ok()) error = r->writer->Flush();
   }
   if (error.ok()) error = r->writer->Close();
-  if (!error.ok()) Report(r->path, error);
+  if (!error.ok()) ReportRecordError(r->path, error);
 }
 
 void StopAtExit() {
@@ -87,7 +87,7 @@ void Start(Catalogue& catalogue) {
       events == nullptr || *events == '\0' ? std::vector<std::string>{"all"} : SplitPatterns(events);
   auto writer = TraceFileWriter::Create(path, CurrentTraceFileInfo(&Tracer::Get()));
   if (!writer.ok()) {
-    Report(path, writer.status());
+    ReportRecordError(path, writer.status());
     return;
   }
   auto* r = new Recorder;  // lives until exit

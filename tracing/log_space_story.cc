@@ -5,12 +5,11 @@
 #include <string>
 #include <string_view>
 
+#include "base/clock.h"
+
 namespace walfs::tracing {
 
 namespace {
-
-
-double Us(std::uint64_t ns) { return static_cast<double>(ns) / 1e3; }
 
 // journal/wake_mode.h's names, by the value the events carry.
 std::string ModeName(int mode) {
@@ -125,9 +124,9 @@ Report LogSpaceStory::GrantHeads() const {
     std::vector<std::uint64_t> w = h.waits_ns;
     std::sort(w.begin(), w.end());
     r.AddRow({Cell(ModeName(key.first)), Cell(HeadName(key.second)), Cell(h.sleeps),
-              Cell(static_cast<std::uint64_t>(w.size())), Cell(Us(NearestRank(w, 0.50)), 1),
-              Cell(Us(NearestRank(w, 0.99)), 1), Cell(Us(w.empty() ? 0 : w.back()), 1), Cell(h.wakes),
-              Cell(h.useful), Cell(h.futile),
+              Cell(static_cast<std::uint64_t>(w.size())), Cell(NanosToMicros(NearestRank(w, 0.50)), 1),
+              Cell(NanosToMicros(NearestRank(w, 0.99)), 1), Cell(NanosToMicros(w.empty() ? 0 : w.back()), 1),
+              Cell(h.wakes), Cell(h.useful), Cell(h.futile),
               Cell(h.sleeps > 0 ? static_cast<double>(h.wakes) / static_cast<double>(h.sleeps) : 0.0, 2),
               Cell(h.batches)});
   }
@@ -140,8 +139,8 @@ Report LogSpaceStory::Forces() const {
   std::vector<std::uint64_t> w = force_waits_ns_;
   std::sort(w.begin(), w.end());
   r.AddRow({Cell(forces_), Cell(forces_on_disk_), Cell(static_cast<std::uint64_t>(w.size())),
-            Cell(Us(NearestRank(w, 0.50)), 1), Cell(Us(NearestRank(w, 0.99)), 1),
-            Cell(Us(w.empty() ? 0 : w.back()), 1)});
+            Cell(NanosToMicros(NearestRank(w, 0.50)), 1), Cell(NanosToMicros(NearestRank(w, 0.99)), 1),
+            Cell(NanosToMicros(w.empty() ? 0 : w.back()), 1)});
   return r;
 }
 

@@ -2,15 +2,9 @@
 
 #include <algorithm>
 
+#include "base/clock.h"
+
 namespace walfs::tracing {
-
-namespace {
-
-
-double Ms(std::uint64_t ns) { return static_cast<double>(ns) / 1e6; }
-double Us(std::uint64_t ns) { return static_cast<double>(ns) / 1e3; }
-
-}  // namespace
 
 const OpLatency::Resolved& OpLatency::Resolve(std::uint16_t id, const EventTable& events) {
   Resolved& r = resolved_[id];
@@ -74,9 +68,10 @@ Report OpLatency::Operations() const {
     std::vector<std::uint64_t> v = o->latencies_ns;
     std::sort(v.begin(), v.end());
     const auto n = static_cast<double>(v.size());
-    r.AddRow({Cell(o->name), Cell(static_cast<std::uint64_t>(v.size())), Cell(o->errors), Cell(Ms(o->total_ns), 3),
-              Cell(Us(o->total_ns) / n, 1), Cell(Us(NearestRank(v, 0.50)), 1), Cell(Us(NearestRank(v, 0.99)), 1),
-              Cell(Us(v.back()), 1)});
+    r.AddRow({Cell(o->name), Cell(static_cast<std::uint64_t>(v.size())), Cell(o->errors),
+              Cell(NanosToMillis(o->total_ns), 3), Cell(NanosToMicros(o->total_ns) / n, 1),
+              Cell(NanosToMicros(NearestRank(v, 0.50)), 1), Cell(NanosToMicros(NearestRank(v, 0.99)), 1),
+              Cell(NanosToMicros(v.back()), 1)});
   }
   return r;
 }
@@ -95,7 +90,7 @@ Report OpLatency::Callers(std::size_t limit, std::size_t* left_out) const {
       return a.second < b.second;
     });
     r.AddRow({Cell(std::int64_t{pid}), Cell(std::string(names_.Find(pid))), Cell(c->requests), Cell(c->errors),
-              Cell(Ms(c->total_ns), 3),
+              Cell(NanosToMillis(c->total_ns), 3),
               Cell(busiest == c->op_ns.end() ? std::string("-") : ops_[static_cast<std::size_t>(busiest->first)].name)});
   }
   return r;

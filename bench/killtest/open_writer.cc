@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "base/splitmix.h"
 #include "bench/killtest/verify.h"
 
 namespace walfs::bench::killtest {
@@ -20,22 +21,15 @@ namespace {
 
 constexpr std::size_t kMaxRecord = 8192;
 
-std::uint64_t Mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 // Bytes [from, from + n) of file `file`'s stream.
 std::string Stream(std::uint64_t seed, int writer, int round, int file, std::uint64_t from, std::size_t n) {
-  const std::uint64_t key = Mix(seed ^ (std::uint64_t(writer) << 48) ^ (std::uint64_t(round) << 24) ^
+  const std::uint64_t key = SplitMix64(seed ^ (std::uint64_t(writer) << 48) ^ (std::uint64_t(round) << 24) ^
                                 std::uint64_t(file));
   std::string out(n, '\0');
-  std::uint64_t word = Mix(key ^ (from >> 3));  // the 8-byte word `at` is in
+  std::uint64_t word = SplitMix64(key ^ (from >> 3));  // the 8-byte word `at` is in
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t at = from + i;
-    if (i > 0 && (at & 7) == 0) word = Mix(key ^ (at >> 3));
+    if (i > 0 && (at & 7) == 0) word = SplitMix64(key ^ (at >> 3));
     // Never zero, so a zero byte always means "not written back".
     out[i] = static_cast<char>((word >> (8 * (at & 7))) % 255 + 1);
   }

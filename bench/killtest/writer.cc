@@ -9,26 +9,20 @@
 
 #include <fmt/format.h>
 
+#include "base/splitmix.h"
 #include "bench/killtest/unsynced.h"
 
 namespace walfs::bench::killtest {
 
 namespace {
 
-std::uint64_t Mix(std::uint64_t x) {  // splitmix64's finaliser
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 std::string Bytes(std::uint64_t key, std::size_t min, std::size_t max, const std::string& head) {
-  std::uint64_t s = Mix(key);
+  std::uint64_t s = SplitMix64(key);
   const std::size_t len = min + static_cast<std::size_t>(s % (max - min + 1));
   std::string out = head;
   out.reserve(len);
   while (out.size() < len) {
-    s = Mix(s);
+    s = SplitMix64(s);
     for (int i = 0; i < 8 && out.size() < len; ++i) out.push_back(static_cast<char>(s >> (8 * i)));
   }
   out.resize(len);
@@ -36,7 +30,7 @@ std::string Bytes(std::uint64_t key, std::size_t min, std::size_t max, const std
 }
 
 std::uint64_t Key(std::uint64_t seed, const FileId& id, std::uint64_t n, std::uint64_t kind) {
-  return Mix(Mix(Mix(Mix(seed) ^ static_cast<std::uint64_t>(id.writer)) ^
+  return SplitMix64(SplitMix64(SplitMix64(SplitMix64(seed) ^ static_cast<std::uint64_t>(id.writer)) ^
                  static_cast<std::uint64_t>(id.file)) ^ n) ^ kind;
 }
 

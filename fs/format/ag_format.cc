@@ -12,9 +12,6 @@
 namespace walfs::fs::format {
 
 namespace {
-char* C(std::span<std::byte> b) { return reinterpret_cast<char*>(b.data()); }
-const char* C(std::span<const std::byte> b) { return reinterpret_cast<const char*>(b.data()); }
-
 void InitBlock(std::uint32_t magic, std::uint64_t blkno, std::uint64_t owner, const Superblock& sb,
                std::span<std::byte> block) {
   WALFS_CHECK(block.size() == sb.block_size);
@@ -25,7 +22,7 @@ void InitBlock(std::uint32_t magic, std::uint64_t blkno, std::uint64_t owner, co
 
 void EncodeAgHeader(const AgHeader& h, const Superblock& sb, std::span<std::byte> block) {
   InitBlock(kAgHeaderMagic, sb.AgStart(h.agno), h.agno, sb, block);
-  char* p = C(block);
+  char* p = AsChars(block);
   EncodeFixed32(p + 48, h.agno);
   EncodeFixed32(p + 52, h.length);
   EncodeFixed32(p + 56, h.free_blocks);
@@ -46,7 +43,7 @@ Result<Superblock> DecodeAgSuperCopy(std::span<const std::byte> block, std::uint
 }
 
 AgHeader PeekAgHeader(std::span<const std::byte> block) {
-  const char* p = C(block);
+  const char* p = AsChars(block);
   AgHeader h;
   h.agno = DecodeFixed32(p + 48);
   h.length = DecodeFixed32(p + 52);
@@ -129,7 +126,7 @@ std::uint64_t BitmapFind(std::span<const std::byte> block, std::uint64_t from, s
     if (from % 64 == 0 && to - from >= 64) {
       // Bit i of the map is bit i % 8 of byte i / 8: a little-endian word
       // holds 64 consecutive bits in order.
-      std::uint64_t word = DecodeFixed64(C(block) + BitmapByteOffset(from));
+      std::uint64_t word = DecodeFixed64(AsChars(block) + BitmapByteOffset(from));
       if (!used) word = ~word;
       if (word != 0) return from + static_cast<std::uint64_t>(std::countr_zero(word));
       from += 64;
@@ -181,12 +178,12 @@ Status VerifyImapBlock(std::span<const std::byte> block, const Superblock& sb, s
 }
 
 ImapRecord GetImapRecord(std::span<const std::byte> block, std::uint32_t slot) {
-  const char* p = C(block) + ImapRecordOffset(slot);
+  const char* p = AsChars(block) + ImapRecordOffset(slot);
   return ImapRecord{DecodeFixed32(p), DecodeFixed32(p + 4), DecodeFixed64(p + 8)};
 }
 
 void PutImapRecord(std::span<std::byte> block, std::uint32_t slot, const ImapRecord& r) {
-  char* p = C(block) + ImapRecordOffset(slot);
+  char* p = AsChars(block) + ImapRecordOffset(slot);
   EncodeFixed32(p, r.start);
   EncodeFixed32(p + 4, r.free_count);
   EncodeFixed64(p + 8, r.free_mask);

@@ -58,6 +58,10 @@ struct AgHeader {
   std::uint32_t bitmap_init = 0;  // uninit_ag: bitmap blocks on disk
   std::uint32_t imap_init = 0;    // uninit_ag: inode-map blocks on disk
 };
+// The fields that change in place outside the codec (growfs, the
+// uninit_ag bitmap fill, tests that read the free count).
+inline constexpr std::uint32_t kAgLengthOffset = 52;
+inline constexpr std::uint32_t kAgFreeBlocksOffset = 56;
 inline constexpr std::uint32_t kAgBitmapInitOffset = 80;
 inline constexpr std::uint32_t kAgImapInitOffset = 84;
 inline constexpr std::uint32_t kAgSuperCopyOffset = 512;

@@ -11,9 +11,6 @@
 namespace walfs::fs::format {
 
 namespace {
-char* C(std::span<std::byte> b) { return reinterpret_cast<char*>(b.data()); }
-const char* C(std::span<const std::byte> b) { return reinterpret_cast<const char*>(b.data()); }
-
 std::uint32_t BlockCrc(std::span<const std::byte> block) {
   static constexpr char kZero[4] = {0, 0, 0, 0};
   std::uint32_t crc = crc32c::Extend(0, block.data(), kHeaderCrcOffset);
@@ -24,12 +21,12 @@ std::uint32_t BlockCrc(std::span<const std::byte> block) {
 }  // namespace
 
 bool BlockCrcMatches(std::span<const std::byte> block) {
-  return block.size() >= kBlockHeaderSize && DecodeFixed32(C(block) + kHeaderCrcOffset) == BlockCrc(block);
+  return block.size() >= kBlockHeaderSize && DecodeFixed32(AsChars(block) + kHeaderCrcOffset) == BlockCrc(block);
 }
 
 void EncodeBlockHeader(const BlockHeader& h, std::span<std::byte> block) {
   WALFS_CHECK(block.size() >= kBlockHeaderSize);
-  char* p = C(block);
+  char* p = AsChars(block);
   EncodeFixed32(p, h.magic);
   EncodeFixed32(p + 4, 0);
   EncodeFixed64(p + 8, h.lsn);
@@ -40,7 +37,7 @@ void EncodeBlockHeader(const BlockHeader& h, std::span<std::byte> block) {
 
 BlockHeader DecodeBlockHeader(std::span<const std::byte> block) {
   WALFS_CHECK(block.size() >= kBlockHeaderSize);
-  const char* p = C(block);
+  const char* p = AsChars(block);
   BlockHeader h;
   h.magic = DecodeFixed32(p);
   h.lsn = DecodeFixed64(p + 8);
@@ -51,7 +48,7 @@ BlockHeader DecodeBlockHeader(std::span<const std::byte> block) {
 }
 
 void SealBlock(std::span<std::byte> block) {
-  EncodeFixed32(C(block) + kHeaderCrcOffset, BlockCrc(block));
+  EncodeFixed32(AsChars(block) + kHeaderCrcOffset, BlockCrc(block));
 }
 
 Status VerifyBlock(std::span<const std::byte> block, std::uint32_t magic, std::uint64_t blkno,
@@ -63,7 +60,7 @@ Status VerifyBlock(std::span<const std::byte> block, std::uint32_t magic, std::u
   if (h.magic != magic)
     return Status::Corruption(fmt::format("{} at block {}: magic {} is not {}", what, blkno,
                                           MagicString(h.magic), MagicString(magic)));
-  const std::uint32_t stored = DecodeFixed32(C(block) + kHeaderCrcOffset);
+  const std::uint32_t stored = DecodeFixed32(AsChars(block) + kHeaderCrcOffset);
   const std::uint32_t crc = BlockCrc(block);
   if (stored != crc)
     return Status::Corruption(fmt::format("{} at block {}: CRC {:#010x} does not match {:#010x}",

@@ -12,9 +12,6 @@
 namespace walfs::fs::format {
 
 namespace {
-char* C(std::span<std::byte> b) { return reinterpret_cast<char*>(b.data()); }
-const char* C(std::span<const std::byte> b) { return reinterpret_cast<const char*>(b.data()); }
-
 // Block sizes a node may have (the superblock allows 1 KiB .. 32 KiB; u16
 // offsets reach 64 KiB).
 constexpr std::size_t kMinNodeSize = 512;
@@ -22,14 +19,14 @@ constexpr std::size_t kMaxNodeSize = 32768;
 
 std::uint32_t SlotPos(std::uint32_t i) { return kBtreeHeaderSize + i * kBtreeSlotSize; }
 std::uint32_t EntryPos(std::uint32_t i) { return kBtreeHeaderSize + i * kBtreeEntrySize; }
-std::uint16_t Slot(std::span<const std::byte> b, std::uint32_t i) { return DecodeFixed16(C(b) + SlotPos(i)); }
-std::uint16_t Vlen(std::span<const std::byte> b, std::uint32_t off) { return DecodeFixed16(C(b) + off + 8); }
+std::uint16_t Slot(std::span<const std::byte> b, std::uint32_t i) { return DecodeFixed16(AsChars(b) + SlotPos(i)); }
+std::uint16_t Vlen(std::span<const std::byte> b, std::uint32_t off) { return DecodeFixed16(AsChars(b) + off + 8); }
 std::uint32_t RecordSize(std::span<const std::byte> b, std::uint32_t off) {
   return kBtreeRecordHeaderSize + Vlen(b, off);
 }
-void SetNrecs(std::span<std::byte> b, std::uint16_t n) { EncodeFixed16(C(b) + kBtreeNrecsOffset, n); }
+void SetNrecs(std::span<std::byte> b, std::uint16_t n) { EncodeFixed16(AsChars(b) + kBtreeNrecsOffset, n); }
 void SetDataStart(std::span<std::byte> b, std::uint32_t d) {
-  EncodeFixed16(C(b) + kBtreeDataStartOffset, static_cast<std::uint16_t>(d));
+  EncodeFixed16(AsChars(b) + kBtreeDataStartOffset, static_cast<std::uint16_t>(d));
 }
 constexpr std::pair<std::uint32_t, std::uint32_t> kHeaderRange{kBtreeLevelOffset, kBtreeHeaderSize - 1};
 
@@ -83,7 +80,7 @@ Status VerifyBtreeNode(std::span<const std::byte> block, std::uint64_t blkno, co
   if (block.size() < kMinNodeSize || block.size() > kMaxNodeSize)
     return Status::Corruption(fmt::format("B+tree node at block {}: {} bytes is not a node size",
                                           blkno, block.size()));
-  const bool leaf = DecodeFixed32(C(block)) == kBtreeLeafMagic;
+  const bool leaf = DecodeFixed32(AsChars(block)) == kBtreeLeafMagic;
   const std::uint32_t magic = leaf ? kBtreeLeafMagic : kBtreeNodeMagic;
   WALFS_RETURN_IF_ERROR(VerifyBlock(block, magic, blkno, uuid, leaf ? "B+tree leaf" : "B+tree node"));
   const BtreeNodeHeader h = DecodeBtreeNodeHeader(block);
@@ -91,7 +88,7 @@ Status VerifyBtreeNode(std::span<const std::byte> block, std::uint64_t blkno, co
     return Status::Corruption(fmt::format("B+tree {} at block {} (owner {}, level {}): {}",
                                           leaf ? "leaf" : "node", blkno, h.owner, h.level, why));
   };
-  if (DecodeFixed16(C(block) + kBtreePadOffset) != 0) return bad("the pad field is not zero");
+  if (DecodeFixed16(AsChars(block) + kBtreePadOffset) != 0) return bad("the pad field is not zero");
   if (leaf != (h.level == 0)) return bad("the magic does not match the level");
   if (h.level > kBtreeMaxLevel) return bad(fmt::format("level is above {}", kBtreeMaxLevel));
   if (h.nrecs == 0) return bad("it is empty");
@@ -103,27 +100,27 @@ BtreeNodeHeader DecodeBtreeNodeHeader(std::span<const std::byte> block) {
   const BlockHeader bh = DecodeBlockHeader(block);
   return BtreeNodeHeader{.magic = bh.magic,
                          .owner = bh.owner,
-                         .level = DecodeFixed16(C(block) + kBtreeLevelOffset),
-                         .nrecs = DecodeFixed16(C(block) + kBtreeNrecsOffset),
-                         .data_start = DecodeFixed16(C(block) + kBtreeDataStartOffset)};
+                         .level = DecodeFixed16(AsChars(block) + kBtreeLevelOffset),
+                         .nrecs = DecodeFixed16(AsChars(block) + kBtreeNrecsOffset),
+                         .data_start = DecodeFixed16(AsChars(block) + kBtreeDataStartOffset)};
 }
 
 std::uint64_t BtreeKey(std::span<const std::byte> block, std::uint32_t i) {
-  if (DecodeFixed16(C(block) + kBtreeLevelOffset) == 0) return DecodeFixed64(C(block) + Slot(block, i));
-  return DecodeFixed64(C(block) + EntryPos(i));
+  if (DecodeFixed16(AsChars(block) + kBtreeLevelOffset) == 0) return DecodeFixed64(AsChars(block) + Slot(block, i));
+  return DecodeFixed64(AsChars(block) + EntryPos(i));
 }
 
 std::string_view BtreeValue(std::span<const std::byte> block, std::uint32_t i) {
   const std::uint32_t off = Slot(block, i);
-  return {C(block) + off + kBtreeRecordHeaderSize, Vlen(block, off)};
+  return {AsChars(block) + off + kBtreeRecordHeaderSize, Vlen(block, off)};
 }
 
 std::uint64_t BtreeChild(std::span<const std::byte> block, std::uint32_t i) {
-  return DecodeFixed64(C(block) + EntryPos(i) + 8);
+  return DecodeFixed64(AsChars(block) + EntryPos(i) + 8);
 }
 
 std::uint32_t BtreeLowerBound(std::span<const std::byte> block, std::uint64_t key) {
-  std::uint32_t lo = 0, hi = DecodeFixed16(C(block) + kBtreeNrecsOffset);
+  std::uint32_t lo = 0, hi = DecodeFixed16(AsChars(block) + kBtreeNrecsOffset);
   while (lo < hi) {
     const std::uint32_t mid = lo + (hi - lo) / 2;
     if (BtreeKey(block, mid) < key) lo = mid + 1;
@@ -149,7 +146,7 @@ namespace {
 // from the end in key order, zeros between.
 void EncodeLeafBody(std::span<std::byte> block,
                     std::span<const std::pair<std::uint64_t, std::string>> records) {
-  char* p = C(block);
+  char* p = AsChars(block);
   const auto size = static_cast<std::uint32_t>(block.size());
   WALFS_CHECK(records.size() <= 0xffff);
   std::memset(p + kBtreeLevelOffset, 0, size - kBtreeLevelOffset);
@@ -185,7 +182,7 @@ void RewriteBtreeInternal(std::span<std::byte> block, std::uint16_t level,
                           std::span<const std::pair<std::uint64_t, std::uint64_t>> entries) {
   WALFS_CHECK(block.size() >= kMinNodeSize && block.size() <= kMaxNodeSize);
   WALFS_CHECK(level >= 1 && entries.size() <= BtreeNodeCapacity(static_cast<std::uint32_t>(block.size())));
-  char* p = C(block);
+  char* p = AsChars(block);
   std::memset(p + kBtreeLevelOffset, 0, block.size() - kBtreeLevelOffset);
   EncodeFixed16(p + kBtreeLevelOffset, level);
   SetNrecs(block, static_cast<std::uint16_t>(entries.size()));
@@ -236,7 +233,7 @@ ByteRanges BtreeLeafInsert(std::span<std::byte> block, std::uint32_t i, std::uin
   }
   const BtreeNodeHeader h = DecodeBtreeNodeHeader(block);
   WALFS_CHECK(i <= h.nrecs && h.data_start - SlotPos(h.nrecs) >= cost);
-  char* p = C(block);
+  char* p = AsChars(block);
   const std::uint32_t off = h.data_start - (cost - kBtreeSlotSize);
   EncodeFixed64(p + off, key);
   EncodeFixed16(p + off + 8, static_cast<std::uint16_t>(value.size()));
@@ -256,7 +253,7 @@ ByteRanges BtreeLeafInsert(std::span<std::byte> block, std::uint32_t i, std::uin
 ByteRanges BtreeLeafRemove(std::span<std::byte> block, std::uint32_t i) {
   const BtreeNodeHeader h = DecodeBtreeNodeHeader(block);
   WALFS_CHECK(i < h.nrecs);
-  char* p = C(block);
+  char* p = AsChars(block);
   const std::uint32_t off = Slot(block, i);
   // The lowest record's space returns to the contiguous run at once; any
   // other becomes a hole until the next compaction.
@@ -271,7 +268,7 @@ ByteRanges BtreeLeafReplace(std::span<std::byte> block, std::uint32_t i, std::st
   const std::uint32_t off = Slot(block, i);
   if (Vlen(block, off) == value.size()) {
     if (value.empty()) return {};
-    std::memcpy(C(block) + off + kBtreeRecordHeaderSize, value.data(), value.size());
+    std::memcpy(AsChars(block) + off + kBtreeRecordHeaderSize, value.data(), value.size());
     return {{off + kBtreeRecordHeaderSize,
              off + kBtreeRecordHeaderSize + static_cast<std::uint32_t>(value.size()) - 1}};
   }
@@ -287,7 +284,7 @@ ByteRanges BtreeNodeInsert(std::span<std::byte> block, std::uint32_t i, std::uin
   const BtreeNodeHeader h = DecodeBtreeNodeHeader(block);
   WALFS_CHECK(h.level > 0 && i <= h.nrecs &&
               h.nrecs < BtreeNodeCapacity(static_cast<std::uint32_t>(block.size())));
-  char* p = C(block);
+  char* p = AsChars(block);
   std::memmove(p + EntryPos(i + 1), p + EntryPos(i), (h.nrecs - i) * kBtreeEntrySize);
   EncodeFixed64(p + EntryPos(i), key);
   EncodeFixed64(p + EntryPos(i) + 8, child);
@@ -298,7 +295,7 @@ ByteRanges BtreeNodeInsert(std::span<std::byte> block, std::uint32_t i, std::uin
 ByteRanges BtreeNodeRemove(std::span<std::byte> block, std::uint32_t i) {
   const BtreeNodeHeader h = DecodeBtreeNodeHeader(block);
   WALFS_CHECK(h.level > 0 && i < h.nrecs);
-  char* p = C(block);
+  char* p = AsChars(block);
   std::memmove(p + EntryPos(i), p + EntryPos(i + 1), (h.nrecs - i - 1) * kBtreeEntrySize);
   std::memset(p + EntryPos(h.nrecs - 1), 0, kBtreeEntrySize);
   SetNrecs(block, static_cast<std::uint16_t>(h.nrecs - 1));
@@ -307,7 +304,7 @@ ByteRanges BtreeNodeRemove(std::span<std::byte> block, std::uint32_t i) {
 
 ByteRanges BtreeNodeSetKey(std::span<std::byte> block, std::uint32_t i, std::uint64_t key) {
   WALFS_CHECK(i < DecodeBtreeNodeHeader(block).nrecs);
-  EncodeFixed64(C(block) + EntryPos(i), key);
+  EncodeFixed64(AsChars(block) + EntryPos(i), key);
   return {{EntryPos(i), EntryPos(i) + 7}};
 }
 

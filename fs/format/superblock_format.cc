@@ -1,6 +1,7 @@
 #include "fs/format/superblock_format.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <ctime>
 #include <string_view>
@@ -16,8 +17,6 @@
 namespace walfs::fs::format {
 
 namespace {
-bool PowerOfTwo(std::uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
-
 std::uint32_t SuperCrc(const char* p) {
   static constexpr char kZero[4] = {0, 0, 0, 0};
   std::uint32_t crc = crc32c::Extend(0, p, 4);
@@ -196,7 +195,7 @@ Result<Superblock> DecodeSuperblock(std::span<const std::byte> in, std::uint64_t
   auto bad = [](std::string_view why) {
     return Status::Corruption(fmt::format("superblock geometry: {}", why));
   };
-  if (!PowerOfTwo(sb.block_size) || sb.block_size < kMinBlockSize || sb.block_size > kMaxBlockSize)
+  if (!std::has_single_bit(sb.block_size) || sb.block_size < kMinBlockSize || sb.block_size > kMaxBlockSize)
     return bad(fmt::format("block size {} is not a power of two in [{}, {}]", sb.block_size,
                            kMinBlockSize, kMaxBlockSize));
   if (sb.inode_size != kInodeSize) return bad(fmt::format("inode size {}", sb.inode_size));

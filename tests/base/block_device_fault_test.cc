@@ -11,19 +11,17 @@
 
 #include "base/block_device_memory.h"
 #include "base/mutex.h"
+#include "tests/base/byte_pattern.h"
 
 namespace walfs {
 namespace {
+using walfs::testing::Filled;
 
-constexpr std::uint64_t kDevBytes = 64 * 1024;
-
-std::vector<std::byte> Filled(std::size_t len, unsigned char value) {
-  return std::vector<std::byte>(len, std::byte{value});
-}
+constexpr std::uint64_t kFaultDevBytes = 64 * 1024;
 
 class FaultDeviceTest : public ::testing::Test {
  protected:
-  MemoryDevice disk_{kDevBytes};
+  MemoryDevice disk_{kFaultDevBytes};
   FaultDevice dev_{&disk_};
   std::vector<std::byte> block_ = Filled(4096, 0xab);
 };
@@ -35,7 +33,7 @@ TEST_F(FaultDeviceTest, PassesEverythingThroughWithNoRules) {
   ASSERT_TRUE(dev_.Read(0, got.data(), 4096).ok());
   EXPECT_EQ(got, block_);
   EXPECT_EQ(dev_.kind(), "fault");
-  EXPECT_EQ(dev_.size_bytes(), kDevBytes);
+  EXPECT_EQ(dev_.size_bytes(), kFaultDevBytes);
   EXPECT_NE(dev_.Describe().find("memory"), std::string::npos);
 }
 

@@ -24,12 +24,12 @@
 namespace walfs {
 namespace {
 
-constexpr std::uint64_t kFileBytes = 1 << 20;
+constexpr std::uint64_t kReadOnlyFileBytes = 1 << 20;
 
-// A file of kFileBytes holding a known pattern, under the test temp dir.
+// A file of kReadOnlyFileBytes holding a known pattern, under the test temp dir.
 class PatternFile {
  public:
-  PatternFile() : bytes_(kFileBytes) {
+  PatternFile() : bytes_(kReadOnlyFileBytes) {
     for (std::size_t i = 0; i < bytes_.size(); ++i) bytes_[i] = std::byte((i * 31 + 7) & 0xff);
     path_ = ::testing::TempDir() + "/walfs_read_only_device_XXXXXX";
     const int fd = ::mkstemp(path_.data());
@@ -42,7 +42,7 @@ class PatternFile {
   const std::vector<std::byte>& bytes() const { return bytes_; }
   // What the file holds now, through a descriptor of its own.
   std::vector<std::byte> Contents() const {
-    std::vector<std::byte> out(kFileBytes + 1);
+    std::vector<std::byte> out(kReadOnlyFileBytes + 1);
     const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     const ssize_t n = ::pread(fd, out.data(), out.size(), 0);
     ::close(fd);
@@ -79,7 +79,7 @@ TEST_P(ReadOnlyFileDevice, ReadsWhatTheFileHoldsAndSaysItIsReadOnly) {
   EXPECT_TRUE(dev_->read_only());
   EXPECT_FALSE(dev_->SupportsDiscard());
   EXPECT_NE(dev_->Describe().find("read-only"), std::string::npos) << dev_->Describe();
-  std::vector<std::byte> got(kFileBytes);
+  std::vector<std::byte> got(kReadOnlyFileBytes);
   ASSERT_TRUE(dev_->Read(0, got.data(), got.size()).ok());
   EXPECT_EQ(got, file_.bytes());
 }
@@ -92,8 +92,8 @@ TEST_P(ReadOnlyFileDevice, RefusesEveryChangeWithErofsAndLeavesTheFileAsItWas) {
   ExpectReadOnlyRefusal(dev_->Flush(), "flush");
   ExpectReadOnlyRefusal(dev_->Discard(0, 4096), "discard");
   ExpectReadOnlyRefusal(dev_->Zero(8192, 4096), "zero");
-  ExpectReadOnlyRefusal(dev_->Grow(2 * kFileBytes), "grow");
-  EXPECT_EQ(dev_->size_bytes(), kFileBytes);
+  ExpectReadOnlyRefusal(dev_->Grow(2 * kReadOnlyFileBytes), "grow");
+  EXPECT_EQ(dev_->size_bytes(), kReadOnlyFileBytes);
   EXPECT_EQ(file_.Contents(), file_.bytes());
 }
 
@@ -119,7 +119,7 @@ TEST_P(ReadOnlyFileDevice, RefusesBatchedWritesAndFlushesInOrderOnTheCompletionT
   batch.push_back(IoRequest::Read(0, first.data(), first.size(), note(0)));
   batch.push_back(IoRequest::Write(0, zeros.data(), zeros.size(), kIoPreflush | kIoFua, note(1)));
   batch.push_back(IoRequest::Flush(note(2)));
-  batch.push_back(IoRequest::Read(kFileBytes - 4096, last.data(), last.size(), note(3)));
+  batch.push_back(IoRequest::Read(kReadOnlyFileBytes - 4096, last.data(), last.size(), note(3)));
   ASSERT_TRUE(dev_->SubmitAndWait(std::move(batch)).ToErrno() == EROFS);
   MutexLock l(&seen.mu);
   EXPECT_EQ(seen.order, (std::vector<int>{0, 1, 2, 3}));
@@ -150,7 +150,7 @@ TEST(ReadOnlyFileDeviceOpen, OpensAFileItsUserCannotWriteThatAReadWriteOpenCanno
   EXPECT_TRUE(CannotOpenForWriting(rw.status())) << rw.status().ToString();
   auto ro = FileDevice::Open(file.path(), {.read_only = true});
   ASSERT_TRUE(ro.ok()) << ro.status().ToString();
-  std::vector<std::byte> got(kFileBytes);
+  std::vector<std::byte> got(kReadOnlyFileBytes);
   ASSERT_TRUE((*ro)->Read(0, got.data(), got.size()).ok());
   EXPECT_EQ(got, file.bytes());
 }
@@ -175,7 +175,7 @@ TEST(ReadOnlyFileDeviceOpen, TakesTheImageLockOnAReadOnlyDescriptor) {
 TEST(ReadOnlyFileDeviceOpen, RefusesToCreateAnImageReadOnly) {
   const std::string path = ::testing::TempDir() + "/walfs_read_only_create_never_made";
   ::unlink(path.c_str());
-  auto dev = FileDevice::Open(path, {.create = true, .size_bytes = kFileBytes, .read_only = true});
+  auto dev = FileDevice::Open(path, {.create = true, .size_bytes = kReadOnlyFileBytes, .read_only = true});
   ASSERT_FALSE(dev.ok());
   EXPECT_EQ(dev.status().code(), StatusCode::kInvalidArgument) << dev.status().ToString();
   struct stat st {};

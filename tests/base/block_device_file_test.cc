@@ -31,17 +31,13 @@
 #include <gtest/gtest.h>
 
 #include "base/mutex.h"
+#include "tests/base/byte_pattern.h"
 
 namespace walfs {
 namespace {
+using walfs::testing::Pattern;
 
 constexpr std::uint64_t kFileBytes = 1 << 20;
-
-std::vector<std::byte> Pattern(std::size_t len, unsigned seed) {
-  std::vector<std::byte> v(len);
-  for (std::size_t i = 0; i < len; ++i) v[i] = std::byte((i * 97 + seed * 13 + 3) & 0xff);
-  return v;
-}
 
 // A file of `size` zero bytes under the test temp dir, removed at the end.
 class TempFile {

@@ -1,4 +1,5 @@
 #include "base/block_device_memory.h"
+#include "tests/base/byte_pattern.h"
 
 #include <atomic>
 #include <cstddef>
@@ -10,12 +11,7 @@
 
 namespace walfs {
 namespace {
-
-std::vector<std::byte> Pattern(std::size_t len, unsigned seed) {
-  std::vector<std::byte> v(len);
-  for (std::size_t i = 0; i < len; ++i) v[i] = std::byte((i * 31 + seed * 17 + 5) & 0xff);
-  return v;
-}
+using walfs::testing::Pattern;
 
 TEST(MemoryDevice, StartsZeroedAndReportsItsGeometry) {
   MemoryDevice dev(1 << 20, 4096);

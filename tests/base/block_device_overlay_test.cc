@@ -9,15 +9,11 @@
 #include <gtest/gtest.h>
 
 #include "base/block_device_memory.h"
+#include "tests/base/byte_pattern.h"
 
 namespace walfs {
 namespace {
-
-std::vector<std::byte> Pattern(std::size_t len, unsigned seed) {
-  std::vector<std::byte> v(len);
-  for (std::size_t i = 0; i < len; ++i) v[i] = std::byte((i * 29 + seed * 13 + 3) & 0xff);
-  return v;
-}
+using walfs::testing::Pattern;
 
 TEST(OverlayDevice, WritesAreReadBackButNeverReachTheDeviceBelow) {
   MemoryDevice disk(Pattern(1 << 16, 1), 512);

@@ -14,18 +14,16 @@
 
 #include "base/block_device_fault.h"
 #include "base/block_device_memory.h"
+#include "tests/base/byte_pattern.h"
 
 namespace walfs {
 namespace {
+using walfs::testing::Filled;
 
-constexpr std::uint64_t kDevBytes = 64 * 1024;
-
-std::vector<std::byte> Filled(std::size_t len, unsigned char value) {
-  return std::vector<std::byte>(len, std::byte{value});
-}
+constexpr std::uint64_t kRecordingDevBytes = 64 * 1024;
 
 std::vector<std::byte> BaseImage() {
-  std::vector<std::byte> v(kDevBytes);
+  std::vector<std::byte> v(kRecordingDevBytes);
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = std::byte((i / 512) & 0x3f);
   return v;
 }
@@ -104,7 +102,7 @@ TEST_F(RecordingDeviceTest, EveryPrefixEndingAtAFlushIsTheImageAtThatFlush) {
   for (int i = 0; i < 40; ++i) {
     // Overlapping writes of varying size, so that order matters.
     const auto data = Filled(512 * (1 + i % 5), static_cast<unsigned char>(0x80 + i));
-    ASSERT_TRUE(rec_->Write((i * 1536) % (kDevBytes - 4096), data.data(), data.size()).ok());
+    ASSERT_TRUE(rec_->Write((i * 1536) % (kRecordingDevBytes - 4096), data.data(), data.size()).ok());
     if (i % 7 == 6) {
       ASSERT_TRUE(rec_->Flush().ok());
       at_flush.push_back(disk_.Contents());

@@ -14,17 +14,13 @@
 #include "base/block_device_memory.h"
 #include "base/block_device_worker.h"
 #include "base/mutex.h"
+#include "tests/base/byte_pattern.h"
 
 namespace walfs {
 namespace {
+using walfs::testing::Pattern;
 
 constexpr std::uint64_t kDevBytes = 64 * 1024;
-
-std::vector<std::byte> Pattern(std::size_t len, unsigned seed) {
-  std::vector<std::byte> v(len);
-  for (std::size_t i = 0; i < len; ++i) v[i] = std::byte((i * 131 + seed * 7 + 1) & 0xff);
-  return v;
-}
 
 void ExpectInvalid(const Status& s, std::string_view fragment) {
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();

@@ -7,15 +7,11 @@
 #include <gtest/gtest.h>
 
 #include "base/block_device_memory.h"
+#include "tests/base/byte_pattern.h"
 
 namespace walfs {
 namespace {
-
-std::vector<std::byte> Pattern(std::size_t len, unsigned seed) {
-  std::vector<std::byte> v(len);
-  for (std::size_t i = 0; i < len; ++i) v[i] = std::byte((i * 13 + seed * 7 + 3) & 0xff);
-  return v;
-}
+using walfs::testing::Pattern;
 
 std::shared_ptr<const FrozenImage> Freeze(const std::vector<std::byte>& bytes) {
   auto image = FrozenImage::Make(bytes.size(), [&](std::byte* p) {

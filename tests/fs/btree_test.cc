@@ -26,7 +26,6 @@ using format::BlockType;
 using Oracle = std::map<std::uint64_t, std::string>;
 
 constexpr std::uint64_t kOwner = 4242;
-constexpr std::uint32_t kAgFreeOffset = 56;  // ag_format.h: free_blocks u32
 
 std::string Value(std::uint64_t key, std::size_t len) {
   std::string v(len, '\0');
@@ -41,7 +40,6 @@ class BtreeTest : public testing::FsFixture {
                   .type = BlockType::kDirectory, .owner = kOwner,
                   .goal = sb_.AgStart(1) + 64, .max_levels = max_levels});
   }
-  std::uint32_t FreeBlocks() { return AgField(0, kAgFreeOffset) + AgField(1, kAgFreeOffset); }
 
   // Inserts (key, value) pairs a few to a transaction (each one's log
   // reservation is bounded).

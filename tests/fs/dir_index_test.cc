@@ -29,7 +29,6 @@ namespace {
 using format::ForkFormat;
 using format::InodeCore;
 
-constexpr std::uint32_t kAgFreeOffset = 56;  // ag_format.h: free_blocks u32
 constexpr std::uint64_t kIndexMask = 0xffff;
 
 struct Entry {
@@ -53,7 +52,6 @@ class DirIndexTest : public testing::FsFixture {
     FsFixture::TearDown();
   }
 
-  std::uint32_t FreeBlocks() { return AgField(0, kAgFreeOffset) + AgField(1, kAgFreeOffset); }
 
   // One change, one transaction (committed whatever the change returned: a
   // refused change leaves the transaction clean).

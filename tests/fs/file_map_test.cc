@@ -25,7 +25,6 @@ using format::Extent;
 using format::ForkFormat;
 using format::InodeCore;
 
-constexpr std::uint32_t kAgFreeOffset = 56;  // ag_format.h: free_blocks u32
 
 Extent E(std::uint64_t file_block, std::uint64_t disk_block, std::uint32_t length, bool unwritten = false) {
   return Extent{file_block, disk_block, length, unwritten};
@@ -55,7 +54,6 @@ class FileMapTest : public testing::FsFixture {
     FsFixture::TearDown();
   }
 
-  std::uint32_t FreeBlocks() { return AgField(0, kAgFreeOffset) + AgField(1, kAgFreeOffset); }
 
   template <typename Fn>
   auto Change(Fn fn) {

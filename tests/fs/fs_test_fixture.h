@@ -13,6 +13,7 @@
 #include "base/block_device_memory.h"
 #include "base/coding.h"
 #include "fs/alloc.h"
+#include "fs/format/ag_format.h"
 #include "fs/buf_cache.h"
 #include "fs/format/block_types.h"
 #include "fs/fsck.h"
@@ -86,6 +87,10 @@ class FsFixture : public ::testing::Test {
     const std::uint32_t v = DecodeFixed32(reinterpret_cast<const char*>((*agh)->data().data()) + offset);
     (*agh)->Unlock();
     return v;
+  }
+  // The free blocks of both AGs, as their headers in the cache say.
+  std::uint32_t FreeBlocks() {
+    return AgField(0, format::kAgFreeBlocksOffset) + AgField(1, format::kAgFreeBlocksOffset);
   }
   FsckReport Fsck() {
     auto r = CheckImage(&dev_, {});

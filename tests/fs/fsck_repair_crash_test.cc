@@ -26,14 +26,14 @@
 #include "fs/mkfs.h"
 #include "tests/fs/quiet_mount.h"
 #include "tests/sanitizer_build.h"
+#include "tests/sizes.h"
 
 namespace walfs::fs {
 namespace {
 
-constexpr std::uint64_t kMiB = 1ull << 20;
+using walfs::testing::kMiB;
 constexpr int kOldFiles = 300;
 
-MountOptions Quiet() { return testing::QuietMount(); }
 
 std::string Content(int i) { return "old file " + std::to_string(i) + std::string(100 + i, 'o'); }
 
@@ -80,7 +80,7 @@ TEST(FsckRepairCrash, ALostLogOverAPartlyWrittenBackImageIsRepairedKeepingEveryF
   auto made = MakeFilesystem(&disk, {.ag_count = 2});
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   {
-    auto fs = Filesystem::MountDevice(&disk, Quiet());
+    auto fs = Filesystem::MountDevice(&disk, testing::QuietMount());
     ASSERT_TRUE(fs.ok()) << fs.status().ToString();
     auto big = (*fs)->Mkdir({}, (*fs)->root(), "big", 0755);
     ASSERT_TRUE(big.ok());
@@ -98,7 +98,7 @@ TEST(FsckRepairCrash, ALostLogOverAPartlyWrittenBackImageIsRepairedKeepingEveryF
   ASSERT_TRUE(rec.ok()) << rec.status().ToString();
   std::set<int> touched;
   {
-    auto fs = Filesystem::MountDevice(rec->get(), Quiet());
+    auto fs = Filesystem::MountDevice(rec->get(), testing::QuietMount());
     ASSERT_TRUE(fs.ok()) << fs.status().ToString();
     auto big = (*fs)->Lookup((*fs)->root(), "big");
     auto small = (*fs)->Mkdir({}, (*fs)->root(), "small", 0755);
@@ -135,7 +135,7 @@ TEST(FsckRepairCrash, ALostLogOverAPartlyWrittenBackImageIsRepairedKeepingEveryF
     auto again = CheckImage(img->get(), {.replay = false});
     ASSERT_TRUE(again.ok()) << s.description;
     EXPECT_EQ(Problems(*again, false), "") << s.description << ": after the repair:\n" << Problems(*fixed, false);
-    auto fs = Filesystem::MountDevice(img->get(), Quiet());
+    auto fs = Filesystem::MountDevice(img->get(), testing::QuietMount());
     ASSERT_TRUE(fs.ok()) << s.description << ": " << fs.status().ToString();
     const std::multiset<std::string> contents = Contents(fs->get());
     for (int i = 0; i < kOldFiles; ++i) {

@@ -32,11 +32,12 @@
 #include "journal/log_region.h"
 #include "tests/fs/fs_test_fixture.h"
 #include "tests/fs/quiet_mount.h"
+#include "tests/sizes.h"
 
 namespace walfs::fs {
 namespace {
 
-constexpr std::uint64_t kMiB = 1ull << 20;
+using walfs::testing::kMiB;
 constexpr int kDirs = 6;
 constexpr int kFilesPerDir = 200;  // B+tree directories, 19 inode chunks in all
 

@@ -18,13 +18,13 @@
 #include "fs/fsck.h"
 #include "fs/mkfs.h"
 #include "tests/fs/quiet_mount.h"
+#include "tests/sizes.h"
 
 namespace walfs::fs {
 namespace {
 
-constexpr std::uint64_t kMiB = 1ull << 20;
+using walfs::testing::kMiB;
 
-MountOptions Quiet() { return testing::QuietMount(); }
 
 TEST(GrowCrash, EveryCrashStateOfAGrowRecoversTheOldOrTheNewGeometryAndFsckIsClean) {
   MemoryDevice disk(16 * kMiB);
@@ -34,7 +34,7 @@ TEST(GrowCrash, EveryCrashStateOfAGrowRecoversTheOldOrTheNewGeometryAndFsckIsCle
   // lengthens it and adds an AG.
   std::uint64_t old_blocks = 0;
   {
-    auto fs = Filesystem::MountDevice(&disk, Quiet());
+    auto fs = Filesystem::MountDevice(&disk, testing::QuietMount());
     ASSERT_TRUE(fs.ok()) << fs.status().ToString();
     auto r = (*fs)->Grow((made->total_blocks + MinAgBlocks(*made) + 100) * made->block_size);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -45,7 +45,7 @@ TEST(GrowCrash, EveryCrashStateOfAGrowRecoversTheOldOrTheNewGeometryAndFsckIsCle
   ASSERT_TRUE(rec.ok()) << rec.status().ToString();
   std::uint64_t new_blocks = 0;
   {
-    auto fs = Filesystem::MountDevice(rec->get(), Quiet());
+    auto fs = Filesystem::MountDevice(rec->get(), testing::QuietMount());
     ASSERT_TRUE(fs.ok()) << fs.status().ToString();
     auto r = (*fs)->Grow(0);  // the whole 16 MiB
     ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -67,7 +67,7 @@ TEST(GrowCrash, EveryCrashStateOfAGrowRecoversTheOldOrTheNewGeometryAndFsckIsCle
   for (const crash::CrashState& s : *states) {
     auto img = crash::Materialize(**rec, s);
     ASSERT_TRUE(img.ok()) << img.status().ToString();
-    auto fs = Filesystem::MountDevice(img->get(), Quiet());
+    auto fs = Filesystem::MountDevice(img->get(), testing::QuietMount());
     ASSERT_TRUE(fs.ok()) << s.description << ": " << fs.status().ToString();
     const std::uint64_t blocks = (*fs)->Geometry().new_blocks;
     EXPECT_TRUE(blocks == old_blocks || blocks == new_blocks) << s.description << ": " << blocks << " blocks";

@@ -21,11 +21,12 @@
 #include "fs/fsck.h"
 #include "fs/grow.h"
 #include "fs/mkfs.h"
+#include "tests/sizes.h"
 
 namespace walfs::fs {
 namespace {
 
-constexpr std::uint64_t kMiB = 1ull << 20;
+using walfs::testing::kMiB;
 
 class GrowTest : public ::testing::Test {
  protected:

@@ -27,7 +27,7 @@ std::vector<std::byte> ReadBlock(BlockDevice* dev, const Superblock& sb, std::ui
 }
 
 // Decodes everything mkfs wrote and checks that it adds up.
-void CheckImage(BlockDevice* dev) {
+void ExpectCleanImage(BlockDevice* dev) {
   auto sb_block = std::vector<std::byte>(kSuperSize);
   ASSERT_TRUE(dev->Read(0, sb_block.data(), sb_block.size()).ok());
   auto sb = DecodeSuperblock(sb_block, dev->size_bytes());
@@ -112,7 +112,7 @@ TEST(Mkfs, AFreshImageDecodesAndAddsUp) {
   auto sb = MakeFilesystem(&dev, {.label = "fresh"});
   ASSERT_TRUE(sb.ok()) << sb.status().ToString();
   EXPECT_EQ(sb->ag_count, 4u);
-  CheckImage(&dev);
+  ExpectCleanImage(&dev);
 }
 
 TEST(Mkfs, EveryBlockSizeMakesAGoodImage) {
@@ -120,7 +120,7 @@ TEST(Mkfs, EveryBlockSizeMakesAGoodImage) {
     MemoryDevice dev(96ull << 20);
     auto sb = MakeFilesystem(&dev, {.block_size = bs});
     ASSERT_TRUE(sb.ok()) << bs << ": " << sb.status().ToString();
-    CheckImage(&dev);
+    ExpectCleanImage(&dev);
   }
 }
 
@@ -130,7 +130,7 @@ TEST(Mkfs, FullInitWritesEveryMapBlockAndMeansTheSameImage) {
     auto sb = MakeFilesystem(&dev, {.block_size = bs, .uninit_ag = false});
     ASSERT_TRUE(sb.ok()) << bs << ": " << sb.status().ToString();
     EXPECT_FALSE(sb->uninit_ag());
-    CheckImage(&dev);  // every bitmap and inode map block verifies
+    ExpectCleanImage(&dev);  // every bitmap and inode map block verifies
   }
 }
 
@@ -148,7 +148,7 @@ TEST(Mkfs, ALargeImageCostsOnlyWhatIsNotEmpty) {
   // blocks: the superblock, per AG a header and the bitmap over its
   // metadata, AG 0's root chunk and its inode map block.
   EXPECT_LT(st.bytes_written, 32u * sb->block_size) << st.bytes_written;
-  CheckImage(&dev);
+  ExpectCleanImage(&dev);
 }
 
 TEST(Mkfs, ManyAllocationGroups) {
@@ -156,7 +156,7 @@ TEST(Mkfs, ManyAllocationGroups) {
   auto sb = MakeFilesystem(&dev, {.ag_count = 16});
   ASSERT_TRUE(sb.ok()) << sb.status().ToString();
   EXPECT_EQ(sb->ag_count, 16u);
-  CheckImage(&dev);
+  ExpectCleanImage(&dev);
 }
 
 TEST(Mkfs, TheLogIsSizedForConcurrencyAsXfsDoes) {

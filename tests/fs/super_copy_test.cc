@@ -23,11 +23,12 @@
 #include "fs/mkfs.h"
 #include "fs/super.h"
 #include "fs/super_copy.h"
+#include "tests/sizes.h"
 
 namespace walfs::fs {
 namespace {
 
-constexpr std::uint64_t kMiB = 1ull << 20;
+using walfs::testing::kMiB;
 
 std::string Problems(const FsckReport& r) {
   std::string s;

@@ -18,6 +18,7 @@
 #include "fs/mkfs.h"
 #include "tests/fs/quiet_mount.h"
 #include "tests/sanitizer_build.h"
+#include "tests/sizes.h"
 
 namespace walfs::fs {
 namespace {
@@ -25,9 +26,8 @@ namespace {
 using format::AgHeader;
 using format::Superblock;
 
-constexpr std::uint64_t kMiB = 1ull << 20;
+using walfs::testing::kMiB;
 
-MountOptions Quiet() { return testing::QuietMount(); }
 
 // One AG of 1 KiB blocks: a bitmap block covers 7,808 blocks (7.6 MiB) and
 // an inode-map block 61 chunks (3,904 inodes), so small loads cross both.
@@ -86,7 +86,7 @@ TEST(UninitAg, AllocationsPastTheWrittenBitmapMakeItsBlocksRealAsTheyAreReached)
   ASSERT_EQ(Header(&disk, sb).bitmap_init, 1u);
   ASSERT_GE(sb.bitmap_blocks, 6u);
   {
-    auto fs = Filesystem::MountDevice(&disk, Quiet());
+    auto fs = Filesystem::MountDevice(&disk, testing::QuietMount());
     ASSERT_TRUE(fs.ok()) << fs.status().ToString();
     WriteFile(fs->get(), "big", 20 * kMiB, 'b');  // 20,480 blocks: into bitmap block 2
     ASSERT_TRUE((*fs)->Unmount().ok());
@@ -99,7 +99,7 @@ TEST(UninitAg, AllocationsPastTheWrittenBitmapMakeItsBlocksRealAsTheyAreReached)
   }
   EXPECT_EQ(Problems(&disk), "");
   {
-    auto fs = Filesystem::MountDevice(&disk, Quiet());
+    auto fs = Filesystem::MountDevice(&disk, testing::QuietMount());
     ASSERT_TRUE(fs.ok()) << fs.status().ToString();
     auto st = (*fs)->Lookup((*fs)->root(), "big");
     ASSERT_TRUE(st.ok());
@@ -125,7 +125,7 @@ TEST(UninitAg, InodesPastTheWrittenInodeMapMakeItsNextBlockReal) {
   ASSERT_EQ(Header(&disk, sb).imap_init, 1u);
   std::uint64_t last = 0;
   {
-    auto fs = Filesystem::MountDevice(&disk, Quiet());
+    auto fs = Filesystem::MountDevice(&disk, testing::QuietMount());
     ASSERT_TRUE(fs.ok()) << fs.status().ToString();
     for (std::uint32_t i = 0; i < per_block + 10; ++i) {
       auto st = (*fs)->Mknod({}, (*fs)->root(), "f" + std::to_string(i), 0100644, 0);
@@ -138,7 +138,7 @@ TEST(UninitAg, InodesPastTheWrittenInodeMapMakeItsNextBlockReal) {
   EXPECT_TRUE(Junk(&disk, sb, sb.AgStart(0) + format::AgImapStart(sb) + 2));
   EXPECT_EQ(Problems(&disk), "");
   {
-    auto fs = Filesystem::MountDevice(&disk, Quiet());
+    auto fs = Filesystem::MountDevice(&disk, testing::QuietMount());
     ASSERT_TRUE(fs.ok()) << fs.status().ToString();
     auto st = (*fs)->Lookup((*fs)->root(), "f" + std::to_string(per_block + 9));
     ASSERT_TRUE(st.ok()) << st.status().ToString();
@@ -162,7 +162,7 @@ TEST(UninitAgCrash, EveryCrashStateOfMakingMapBlocksRealRecoversCleanly) {
   {
     // Not recorded: the first inode-map block and the first bitmap block
     // nearly full.
-    auto fs = Filesystem::MountDevice(&disk, Quiet());
+    auto fs = Filesystem::MountDevice(&disk, testing::QuietMount());
     ASSERT_TRUE(fs.ok()) << fs.status().ToString();
     for (std::uint32_t i = 0; i + 100 < per_block; ++i)
       ASSERT_TRUE((*fs)->Mknod({}, (*fs)->root(), "p" + std::to_string(i), 0100644, 0).ok()) << i;
@@ -175,7 +175,7 @@ TEST(UninitAgCrash, EveryCrashStateOfMakingMapBlocksRealRecoversCleanly) {
   auto rec = RecordingDevice::Create(&disk);
   ASSERT_TRUE(rec.ok()) << rec.status().ToString();
   {
-    auto fs = Filesystem::MountDevice(rec->get(), Quiet());
+    auto fs = Filesystem::MountDevice(rec->get(), testing::QuietMount());
     ASSERT_TRUE(fs.ok()) << fs.status().ToString();
     for (int i = 0; i < 150; ++i)
       ASSERT_TRUE((*fs)->Mknod({}, (*fs)->root(), "n" + std::to_string(i), 0100644, 0).ok()) << i;
@@ -197,7 +197,7 @@ TEST(UninitAgCrash, EveryCrashStateOfMakingMapBlocksRealRecoversCleanly) {
   for (const crash::CrashState& s : *states) {
     auto img = crash::Materialize(**rec, s);
     ASSERT_TRUE(img.ok()) << img.status().ToString();
-    auto fs = Filesystem::MountDevice(img->get(), Quiet());
+    auto fs = Filesystem::MountDevice(img->get(), testing::QuietMount());
     ASSERT_TRUE(fs.ok()) << s.description << ": " << fs.status().ToString();
     // Usable past the change, whichever side of it the crash left.
     for (int i = 0; i < 200; ++i)

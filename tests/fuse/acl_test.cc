@@ -20,6 +20,7 @@
 #include "tests/fuse/mount_fixture.h"
 
 namespace walfs::testing {
+namespace acl_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 constexpr uid_t kNobody = 65534;
@@ -356,4 +357,5 @@ TEST_F(AclCopy, RsyncWithAclsKeepsModesAndAclsExactly) {
 }
 
 }  // namespace
+}  // namespace acl_test
 }  // namespace walfs::testing

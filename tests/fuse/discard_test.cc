@@ -20,6 +20,7 @@
 #include "tests/fuse/mount_fixture.h"
 
 namespace walfs::testing {
+namespace discard_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 constexpr off_t kMiB = 1 << 20;
@@ -174,4 +175,5 @@ TEST_F(OnlineDiscard, ADeletedFilesSpaceGoesBackToTheImageFileOnceTheDeleteIsOnD
 }
 
 }  // namespace
+}  // namespace discard_test
 }  // namespace walfs::testing

@@ -13,6 +13,7 @@
 #include "tests/fuse/mount_fixture.h"
 
 namespace walfs::testing {
+namespace file_io_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 constexpr off_t kMiB = 1 << 20;
@@ -237,4 +238,5 @@ TEST_F(FileIo, CopyFileRangeCopiesBetweenFilesAtOffsets) {
 }
 
 }  // namespace
+}  // namespace file_io_test
 }  // namespace walfs::testing

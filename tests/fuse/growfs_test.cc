@@ -14,6 +14,7 @@
 #include "tests/fuse/mount_fixture.h"
 
 namespace walfs::testing {
+namespace growfs_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 constexpr unsigned long long kMiB = 1 << 20;
@@ -97,4 +98,5 @@ TEST_F(Growfs, GrowingTheMountExtendsTheImageAndStatfsAndTheSpaceKeepsAcrossARem
 }
 
 }  // namespace
+}  // namespace growfs_test
 }  // namespace walfs::testing

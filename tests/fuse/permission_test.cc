@@ -14,6 +14,7 @@
 #include "tests/fuse/mount_fixture.h"
 
 namespace walfs::testing {
+namespace permission_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 constexpr uid_t kNobody = 65534;
@@ -271,4 +272,5 @@ TEST_F(Permission, ASecondReaderOfTheTraceStreamIsRefusedNotSplit) {
 }
 
 }  // namespace
+}  // namespace permission_test
 }  // namespace walfs::testing

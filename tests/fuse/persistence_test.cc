@@ -13,6 +13,7 @@
 #include "tests/fuse/mount_fixture.h"
 
 namespace walfs::testing {
+namespace persistence_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 constexpr off_t kMiB = 1 << 20;
@@ -163,4 +164,5 @@ TEST_F(Persistence, AReadOnlyMountRefusesChangesWithEROFS) {
 }
 
 }  // namespace
+}  // namespace persistence_test
 }  // namespace walfs::testing

@@ -23,6 +23,7 @@
 #include "tests/fuse/mount_fixture.h"
 
 namespace walfs::testing {
+namespace poll_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 constexpr int kReads = 64;
@@ -172,4 +173,5 @@ TEST_F(TracePoll, EveryIoUringReadIsAlsoAPollRequest) {
 }
 
 }  // namespace
+}  // namespace poll_test
 }  // namespace walfs::testing

@@ -17,6 +17,7 @@
 #include "tests/fuse/mount_fixture.h"
 
 namespace walfs::testing {
+namespace seek_cached_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 constexpr off_t kMiB = 1 << 20;
@@ -150,4 +151,5 @@ TEST_F(SeekCachedOneWorker, ALiveFileIsAllDataAndCopiesWhole) {
 }
 
 }  // namespace
+}  // namespace seek_cached_test
 }  // namespace walfs::testing

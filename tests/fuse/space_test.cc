@@ -20,6 +20,7 @@
 #include "tests/fuse/mount_fixture.h"
 
 namespace walfs::testing {
+namespace space_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 constexpr off_t kMiB = 1 << 20;
@@ -392,4 +393,5 @@ TEST_F(SmallImage, RenamesThatNeedNoNewBlockWorkOnAFullDisk) {
 }
 
 }  // namespace
+}  // namespace space_test
 }  // namespace walfs::testing

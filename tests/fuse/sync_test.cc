@@ -16,6 +16,7 @@
 #include "tests/fuse/mount_fixture.h"
 
 namespace walfs::testing {
+namespace sync_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 constexpr char kNoTimer[] = "commit=86400";
@@ -244,4 +245,5 @@ TEST_F(SyncWritebackCache, AfterWalfsSyncAKilledDaemonLosesNoWriteOfAClosedFile)
 }
 
 }  // namespace
+}  // namespace sync_test
 }  // namespace walfs::testing

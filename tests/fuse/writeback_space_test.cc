@@ -16,6 +16,7 @@
 #include "tests/fuse/mount_fixture.h"
 
 namespace walfs::testing {
+namespace writeback_space_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 constexpr size_t kChunk = 256 << 10;
@@ -251,4 +252,5 @@ TEST_F(WritebackFillFromEmpty, WritersThatSyncHearOfTheFullDiskFromWriteNeverFro
 }
 
 }  // namespace
+}  // namespace writeback_space_test
 }  // namespace walfs::testing

@@ -48,9 +48,6 @@ Status LogDamagePhase(fs::Filesystem* fs, const BaseImage& base, MemoryDevice* d
 
 namespace {
 
-using Rng = std::mt19937_64;
-std::uint64_t Below(Rng& rng, std::uint64_t n) { return n == 0 ? 0 : rng() % n; }
-
 constexpr std::size_t kSector = journal::kLogSectorSize;
 
 // The records of the base image's active log, tail to head.

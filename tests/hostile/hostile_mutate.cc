@@ -30,10 +30,6 @@ std::string_view MutationOpName(MutationOp op) {
 
 namespace {
 
-using Rng = std::mt19937_64;
-
-std::uint64_t Below(Rng& rng, std::uint64_t n) { return n == 0 ? 0 : rng() % n; }
-
 // Damages bytes [0, region.size()) of one structure; `hot` is the length of
 // its header, where half of the field and byte changes go.  Returns what
 // was done.

@@ -15,12 +15,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "tests/hostile/hostile_image.h"
 
 namespace walfs::hostile {
+
+// The mutators' random source (seeded per round) and a uniform draw from
+// [0, n) (0 for n = 0).
+using Rng = std::mt19937_64;
+inline std::uint64_t Below(Rng& rng, std::uint64_t n) { return n == 0 ? 0 : rng() % n; }
 
 enum class MutationOp : std::uint8_t { kFlipBits, kRandomBytes, kExtremeField, kZero, kBadMagic, kCount };
 inline constexpr int kMutationOps = static_cast<int>(MutationOp::kCount);

@@ -21,7 +21,7 @@ namespace walfs::hostile {
 namespace {
 
 // What a child hands back through shared memory.
-struct Shared {
+struct RepairShared {
   bool done, opened, log_unreplayable, mounted, unmount_ok, repaired;
   int repair_exit, second_exit;
   std::uint64_t damage_errors;
@@ -30,9 +30,9 @@ struct Shared {
   char error[300];  // the mount's refusal or the first damage error
 };
 
-void Copy(char* dst, std::size_t n, const std::string& s) { std::snprintf(dst, n, "%s", s.c_str()); }
+void CopyText(char* dst, std::size_t n, const std::string& s) { std::snprintf(dst, n, "%s", s.c_str()); }
 
-void Fill(const RepairRoundResult& r, Shared* out) {
+void Fill(const RepairRoundResult& r, RepairShared* out) {
   out->opened = r.opened;
   out->log_unreplayable = r.log_unreplayable;
   out->mounted = r.mounted;
@@ -41,18 +41,18 @@ void Fill(const RepairRoundResult& r, Shared* out) {
   out->repair_exit = r.repair_exit;
   out->second_exit = r.second_exit;
   out->damage_errors = r.damage_errors;
-  Copy(out->description, sizeof(out->description), r.mutation.description);
+  CopyText(out->description, sizeof(out->description), r.mutation.description);
   std::string left;
   for (const std::string& l : r.left) left += l + "\n";
-  Copy(out->left, sizeof(out->left), left);
-  Copy(out->error, sizeof(out->error), r.mounted ? r.first_error : r.mount_error);
+  CopyText(out->left, sizeof(out->left), left);
+  CopyText(out->error, sizeof(out->error), r.mounted ? r.first_error : r.mount_error);
   out->done = true;
 }
 
-struct Row {
+struct RepairRow {
   std::uint64_t tried = 0, exit0 = 0, exit1 = 0, exit4 = 0, exit8 = 0, log_refused = 0, flagged = 0,
                 unmountable = 0, damaged = 0, settled = 0, crashes = 0, hangs = 0;
-  void Add(const Row& o) {
+  void Add(const RepairRow& o) {
     tried += o.tried; exit0 += o.exit0; exit1 += o.exit1; exit4 += o.exit4; exit8 += o.exit8;
     log_refused += o.log_refused; flagged += o.flagged; unmountable += o.unmountable; damaged += o.damaged;
     settled += o.settled; crashes += o.crashes; hangs += o.hangs;
@@ -63,13 +63,13 @@ struct Row {
 }  // namespace
 
 int RunRepairCampaign(const RepairCampaignOptions& o) {
-  auto* shared = static_cast<Shared*>(
-      mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  auto* shared = static_cast<RepairShared*>(
+      mmap(nullptr, sizeof(RepairShared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   if (shared == MAP_FAILED) {
     std::perror("walfs-hostile: mmap");
     return 1;
   }
-  std::map<std::pair<int, int>, Row> rows;
+  std::map<std::pair<int, int>, RepairRow> rows;
   // Rounds left flagged, per structure a problem left names (a round counts
   // once per structure).
   std::map<std::string, std::uint64_t> by_structure;
@@ -85,7 +85,7 @@ int RunRepairCampaign(const RepairCampaignOptions& o) {
     }
     for (std::uint64_t seed = o.seed_base; seed < o.seed_base + o.seeds; ++seed) {
       const int kind = o.kind >= 0 ? o.kind : static_cast<int>(seed % kBlockKinds);
-      Row& row = rows[{f, kind}];
+      RepairRow& row = rows[{f, kind}];
       ++row.tried;
       const std::string where = fmt::format("{} seed={} kind={}", FlavourName(flavour), seed,
                                             BlockKindName(static_cast<BlockKind>(kind)));
@@ -106,7 +106,7 @@ int RunRepairCampaign(const RepairCampaignOptions& o) {
         unsettled.push_back(fmt::format("{} {}", fate == Fate::kCrashed ? "CRASH" : "HANG", where));
         continue;
       }
-      const Shared& s = *shared;
+      const RepairShared& s = *shared;
       (s.repair_exit == 0 ? row.exit0 : s.repair_exit == 1 ? row.exit1 : s.repair_exit == 4 ? row.exit4 : row.exit8) += 1;
       row.log_refused += s.log_unreplayable;
       const bool flagged = s.left[0] != '\0' || s.second_exit != 0;
@@ -131,7 +131,7 @@ int RunRepairCampaign(const RepairCampaignOptions& o) {
   static constexpr char kHeader[] = "{:<8} {:<12} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>5}\n";
   fmt::print(kHeader, "flavour", "kind", "tried", "-y=0", "-y=1", "-y=4", "-y=8", "log-ref", "flagged", "unmount",
              "mnt+errs", "settled", "crashes", "hangs");
-  Row all;
+  RepairRow all;
   for (const auto& [key, r] : rows) {
     fmt::print(kHeader, FlavourName(static_cast<Flavour>(key.first)), BlockKindName(static_cast<BlockKind>(key.second)),
                r.tried, r.exit0, r.exit1, r.exit4, r.exit8, r.log_refused, r.flagged, r.unmountable, r.damaged,

@@ -14,6 +14,7 @@
 #include "tests/journal/space_test_util.h"
 
 namespace walfs::journal {
+namespace ail_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 using testing::BackgroundReserve;
@@ -247,4 +248,5 @@ TEST_F(AilTest, BusyItemsAreRetriedAfterABackOff) {
 }
 
 }  // namespace
+}  // namespace ail_test
 }  // namespace walfs::journal

@@ -23,6 +23,7 @@
 #include "tests/journal/space_test_util.h"
 
 namespace walfs::journal {
+namespace buf_item_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 using testing::Eventually;
@@ -653,4 +654,5 @@ TEST(BufLogItemInALog, ACommittedItemIsPinnedUntilItsCheckpointIsOnDisk) {
 }
 
 }  // namespace
+}  // namespace buf_item_test
 }  // namespace walfs::journal

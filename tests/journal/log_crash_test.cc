@@ -29,6 +29,7 @@
 #include "tests/sanitizer_build.h"
 
 namespace walfs::journal {
+namespace log_crash_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 using testing::Blocks;
@@ -240,4 +241,5 @@ INSTANTIATE_TEST_SUITE_P(Seeds, LogCrash,
                          });
 
 }  // namespace
+}  // namespace log_crash_test
 }  // namespace walfs::journal

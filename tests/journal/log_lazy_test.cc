@@ -20,6 +20,7 @@
 #include "tests/journal/log_test_fixture.h"
 
 namespace walfs::journal {
+namespace log_lazy_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 using testing::Fill;
@@ -263,4 +264,5 @@ TEST(LogLazyPush, UnflushedRecordsNeverSpanMoreThanTheRecoveryWindow) {
 }
 
 }  // namespace
+}  // namespace log_lazy_test
 }  // namespace walfs::journal

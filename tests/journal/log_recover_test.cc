@@ -20,6 +20,7 @@
 #include "tracing/tracer.h"
 
 namespace walfs::journal {
+namespace log_recover_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 using testing::AppendTransaction;
@@ -391,4 +392,5 @@ TEST_F(RecoverTest, RecoveryIsTracedAndReported) {
 }
 
 }  // namespace
+}  // namespace log_recover_test
 }  // namespace walfs::journal

@@ -20,6 +20,7 @@
 #include "tests/journal/space_test_util.h"
 
 namespace walfs::journal {
+namespace log_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 namespace testing_util = walfs::journal::testing;
@@ -641,4 +642,5 @@ TEST(Log, RejectsBadGeometry) {
 }
 
 }  // namespace
+}  // namespace log_test
 }  // namespace walfs::journal

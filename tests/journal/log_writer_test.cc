@@ -22,6 +22,7 @@
 #include "tests/journal/space_test_util.h"
 
 namespace walfs::journal {
+namespace log_writer_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 constexpr std::uint32_t kSectors = 1024;  // 512 KiB
@@ -325,4 +326,5 @@ TEST(LogWriter, RejectsBadGeometry) {
 }
 
 }  // namespace
+}  // namespace log_writer_test
 }  // namespace walfs::journal

@@ -22,6 +22,7 @@
 #include "tracing/tracer.h"
 
 namespace walfs::tracing {
+namespace export_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 using nlohmann::json;
@@ -386,4 +387,5 @@ TEST_F(ExportTest, TheSummaryCountsRecordsPerEventLossesThreadsAndSpan) {
 }
 
 }  // namespace
+}  // namespace export_test
 }  // namespace walfs::tracing

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 namespace walfs::tracing {
+namespace log_space_story_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 enum Id : std::uint16_t {
@@ -141,4 +142,5 @@ TEST(LogSpaceStory, GrantBytesWithoutTheLogSizeGiveNoSpaceRow) {
 }
 
 }  // namespace
+}  // namespace log_space_story_test
 }  // namespace walfs::tracing

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 namespace walfs::tracing {
+namespace op_latency_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 enum Id : std::uint16_t { kWriteExit = 1, kLookupExit, kTask, kOldReadExit, kReserve, kWriteEnter };
@@ -132,4 +133,5 @@ TEST(OpLatency, EnterRecordsOtherSubsystemsAndExitsWithoutLatencyAreNotRequests)
 }
 
 }  // namespace
+}  // namespace op_latency_test
 }  // namespace walfs::tracing

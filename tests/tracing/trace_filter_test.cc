@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 namespace walfs::tracing {
+namespace trace_filter_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 enum Id : std::uint16_t { kWriteEnter = 1, kRenameTo, kTask, kReserve, kCilPush };
@@ -152,4 +153,5 @@ TEST_F(TraceFilterTest, ALostMarkerIsKeptWhenItsThreadAndTimePass) {
 }
 
 }  // namespace
+}  // namespace trace_filter_test
 }  // namespace walfs::tracing

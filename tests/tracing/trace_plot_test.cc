@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 namespace walfs::tracing {
+namespace trace_plot_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 namespace fs = std::filesystem;
@@ -366,4 +367,5 @@ TEST_F(TracePlotTest, RecordsOfIdsNotYetDefinedAreSkippedUntilTheTableDefinesThe
 }
 
 }  // namespace
+}  // namespace trace_plot_test
 }  // namespace walfs::tracing

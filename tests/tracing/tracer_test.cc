@@ -14,6 +14,7 @@
 #include "tracing/reader.h"
 
 namespace walfs::tracing {
+namespace tracer_test {  // this file's own names (unity builds share one TU)
 namespace {
 
 WALFS_TRACE_EVENT(kPing, "test_tracer", "ping", EventKind::kInstant, {"seq"}, {"thread"});
@@ -210,4 +211,5 @@ TEST_F(TracerTest, TheTscClockAgreesWithTheMonotonicClock) {
 }
 
 }  // namespace
+}  // namespace tracer_test
 }  // namespace walfs::tracing
