@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "base/block_device_worker.h"
 #include "base/check.h"
 #include "base/mutex.h"
 

@@ -27,8 +27,9 @@ namespace {
 constexpr std::size_t kRequestPrefix = 256;
 static_assert(kRequestPrefix >= sizeof(fuse_in_header) + fuse_uring::kOpInSize);
 
-// user_data of the SQEs that are not the entry's command: Stop's wake-up,
-// and a foreign thread's "your reply is ready".
+// user_data of a lane's completions: Stop's wake-up and a foreign thread's
+// "your reply is ready" (posted by IORING_OP_MSG_RING from the waker
+// ring), and the entry's command.
 constexpr std::uint64_t kStopTag = 1;
 constexpr std::uint64_t kReplyReadyTag = 2;
 constexpr std::uint64_t kEntryTag = 3;
@@ -39,7 +40,9 @@ struct UringTransport::Lane {
   std::uint32_t qid = 0;
   io_uring ring{};
   bool ring_ready = false;
-  Mutex sq_mu;  // the lane's thread and a foreign replier both submit
+  // Other threads never touch the ring's queues (only the lane's thread
+  // submits, so a commit and the wait for the next completion are one
+  // io_uring_enter): they post a completion to it from the waker ring.
   std::thread thread;
   // The entry: header buffer, and the payload buffer kRequestPrefix into `buffer`.
   fuse_uring::ReqHeader header{};
@@ -101,12 +104,18 @@ Result<std::unique_ptr<UringTransport>> UringTransport::Create(fuse_session* se,
     return Status::InvalidArgument(fmt::format("{} lanes per queue (1 to 64)", options.lanes_per_queue));
   WALFS_ASSIGN_OR_RETURN(const std::uint32_t queues, PossibleCpus());
   std::unique_ptr<UringTransport> t(new UringTransport(se, fuse_fd, io, options, queues));
+  {
+    MutexLock l(&t->waker_mu_);
+    const int rc = io_uring_queue_init(8, &t->waker_ring_, 0);
+    if (rc < 0) return Status::FromErrno(-rc, "io_uring_queue_init (the lanes' waker)");
+    t->waker_ready_ = true;
+  }
   for (std::uint32_t q = 0; q < queues; ++q) {
     for (std::uint32_t l = 0; l < options.lanes_per_queue; ++l) {
       auto lane = std::make_unique<Lane>();
       lane->qid = q;
-      // Four SQEs: the entry's command, a wake-up, a spare; SQE128 for the
-      // command area the FUSE command lives in.
+      // Four SQEs: the entry's command and spares; SQE128 for the command
+      // area the FUSE command lives in.
       const int rc = io_uring_queue_init(4, &lane->ring, IORING_SETUP_SQE128);
       if (rc < 0) {
         t->Stop();
@@ -159,21 +168,36 @@ void UringTransport::Stop() {
     if (lane->ring_ready) io_uring_queue_exit(&lane->ring);
     lane->ring_ready = false;
   }
+  MutexLock l(&waker_mu_);
+  if (waker_ready_) io_uring_queue_exit(&waker_ring_);
+  waker_ready_ = false;
 }
 
-// A NOP through the lane's ring, which its thread sees as a completion
-// tagged `tag` (a thread waiting in io_uring_wait_cqe wakes for nothing else).
+// Any thread: posts a completion tagged `tag` straight into the lane's
+// ring (IORING_OP_MSG_RING), which wakes its thread from its wait.  The
+// waker ring is shared, under waker_mu_; a success posts nothing back to it.
 void UringTransport::Wake(Lane* lane, std::uint64_t tag) {
-  MutexLock l(&lane->sq_mu);
-  io_uring_sqe* sqe = io_uring_get_sqe(&lane->ring);
-  if (sqe == nullptr) return;
-  io_uring_prep_nop(sqe);
-  io_uring_sqe_set_data64(sqe, tag);
-  (void)io_uring_submit(&lane->ring);
+  MutexLock l(&waker_mu_);
+  if (!waker_ready_) return;
+  io_uring_sqe* sqe = io_uring_get_sqe(&waker_ring_);
+  if (sqe == nullptr) {  // never: each Wake submits what it queued
+    errors_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  io_uring_prep_msg_ring(sqe, lane->ring.ring_fd, 0, tag, 0);
+  sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+  if (io_uring_submit(&waker_ring_) < 0) errors_.fetch_add(1, std::memory_order_relaxed);
+  io_uring_cqe* cqe = nullptr;
+  while (io_uring_peek_cqe(&waker_ring_, &cqe) == 0) {  // failures only
+    Message(Severity::kError, "FUSE ring queue {}: waking its lane failed: {}", lane->qid, std::strerror(-cqe->res));
+    errors_.fetch_add(1, std::memory_order_relaxed);
+    io_uring_cqe_seen(&waker_ring_, cqe);
+  }
 }
 
+// The lane's thread: queues the entry's command; the loop in Run submits
+// it with its wait for the next completion.
 void UringTransport::Submit(Lane* lane, std::uint32_t cmd_op, std::uint64_t commit_id) {
-  MutexLock l(&lane->sq_mu);
   io_uring_sqe* sqe = io_uring_get_sqe(&lane->ring);
   if (sqe == nullptr) {  // never: a lane has one command in flight and four SQEs
     errors_.fetch_add(1, std::memory_order_relaxed);
@@ -199,8 +223,6 @@ void UringTransport::Submit(Lane* lane, std::uint32_t cmd_op, std::uint64_t comm
   std::memcpy(sqe->cmd, &req, sizeof req);
   io_uring_sqe_set_data64(sqe, kEntryTag);
   lane->in_flight = cmd_op;
-  const int rc = io_uring_submit(&lane->ring);
-  if (rc < 0) errors_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void UringTransport::Run(Lane* lane) {
@@ -222,72 +244,87 @@ void UringTransport::Run(Lane* lane) {
   current_lane = lane;
   Submit(lane, fuse_uring::kCmdRegister, 0);
   bool registered = false;
-  for (;;) {
-    io_uring_cqe* cqe = nullptr;
-    const int rc = io_uring_wait_cqe(&lane->ring, &cqe);
+  for (bool running = true; running;) {
+    // The commit of the last reply (or a registration) and the wait for
+    // the next completion: one io_uring_enter a request.
+    const int rc = io_uring_submit_and_wait(&lane->ring, 1);
     if (rc == -EINTR) continue;
-    if (rc < 0) break;
-    const std::uint64_t tag = io_uring_cqe_get_data64(cqe);
-    const int res = cqe->res;
-    io_uring_cqe_seen(&lane->ring, cqe);
-    if (tag == kStopTag) break;
-    if (tag == kReplyReadyTag) {
-      if (lane->foreign_reply_ready.exchange(false, std::memory_order_acq_rel)) Commit(lane);
-      continue;
-    }
-    if (res == -EAGAIN && !registered) {  // INIT not yet processed (fc->initialized): try again
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      Submit(lane, fuse_uring::kCmdRegister, 0);
-      continue;
-    }
-    if (res < 0 && lane->in_flight == fuse_uring::kCmdCommitAndFetch && res != -ENOTCONN &&
-        res != -ECANCELED) {
-      // The kernel refused a commit (ENOENT: it knows no request by that
-      // commit id; EINVAL: the entry was not in userspace).  The kernel
-      // checks this before it touches the entry, so the entry still holds
-      // the request and our reply: commit it again, once.  If that fails
-      // too the reply cannot reach its caller (who waits until the mount is
-      // aborted or unmounted); the lane registers a fresh entry so that its
-      // queue keeps serving, and the refused one stays with the kernel
-      // until the connection ends.
-      commit_failures_.fetch_add(1, std::memory_order_relaxed);
-      if (!lane->commit_retried) {
-        lane->commit_retried = true;
-        Message(Severity::kWarning, "FUSE ring queue {}: the kernel refused a reply's commit ({}): committing it again",
-                lane->qid, std::strerror(-res));
-        Commit(lane);
-        continue;
-      }
-      lane->commit_retried = false;
-      reregistered_.fetch_add(1, std::memory_order_relaxed);
-      Message(Severity::kError,
-              "FUSE ring queue {}: the kernel refused a reply's commit twice ({}): its caller waits until the "
-              "mount ends; the lane registers a fresh entry",
-              lane->qid, std::strerror(-res));
-      Submit(lane, fuse_uring::kCmdRegister, 0);
-      continue;
-    }
-    if (res < 0) {
-      // ENOTCONN: the connection ended (unmount, abort); anything else:
-      // the kernel refused the entry, and the connection went back to
-      // /dev/fuse (a failed registration turns the rings off), or refused
-      // a lane's fresh entry after a lost commit (the lane ends).
-      if (res != -ENOTCONN && res != -ECANCELED) {
-        errors_.fetch_add(1, std::memory_order_relaxed);
-        if (!registered) refused_.store(true, std::memory_order_release);
-        Message(Severity::kWarning, "FUSE ring queue {}: the kernel refused a command: {}", lane->qid,
-                std::strerror(-res));
-      }
+    if (rc < 0) {
+      errors_.fetch_add(1, std::memory_order_relaxed);
+      Message(Severity::kError, "FUSE ring queue {}: io_uring_enter: {}", lane->qid, std::strerror(-rc));
       break;
     }
-    if (!registered) {
-      registered = true;
-      lanes_used_.fetch_add(1, std::memory_order_relaxed);
+    io_uring_cqe* cqe = nullptr;
+    while (running && io_uring_peek_cqe(&lane->ring, &cqe) == 0) {
+      const std::uint64_t tag = io_uring_cqe_get_data64(cqe);
+      const int res = cqe->res;
+      io_uring_cqe_seen(&lane->ring, cqe);
+      if (tag == kStopTag) {
+        running = false;
+      } else if (tag == kReplyReadyTag) {
+        if (lane->foreign_reply_ready.exchange(false, std::memory_order_acq_rel)) Commit(lane);
+      } else {
+        running = Completed(lane, res, &registered);
+      }
     }
-    lane->commit_retried = false;
-    Serve(lane);
   }
   current_lane = nullptr;
+}
+
+// The entry's command completed with `res`: a request to serve, or the
+// kernel's refusal.  False: the lane ends.
+bool UringTransport::Completed(Lane* lane, int res, bool* registered) {
+  if (res == -EAGAIN && !*registered) {  // INIT not yet processed (fc->initialized): try again
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    Submit(lane, fuse_uring::kCmdRegister, 0);
+    return true;
+  }
+  if (res < 0 && lane->in_flight == fuse_uring::kCmdCommitAndFetch && res != -ENOTCONN && res != -ECANCELED) {
+    // The kernel refused a commit (ENOENT: it knows no request by that
+    // commit id; EINVAL: the entry was not in userspace).  The kernel
+    // checks this before it touches the entry, so the entry still holds
+    // the request and our reply: commit it again, once.  If that fails
+    // too the reply cannot reach its caller (who waits until the mount is
+    // aborted or unmounted); the lane registers a fresh entry so that its
+    // queue keeps serving, and the refused one stays with the kernel
+    // until the connection ends.
+    commit_failures_.fetch_add(1, std::memory_order_relaxed);
+    if (!lane->commit_retried) {
+      lane->commit_retried = true;
+      Message(Severity::kWarning, "FUSE ring queue {}: the kernel refused a reply's commit ({}): committing it again",
+              lane->qid, std::strerror(-res));
+      Commit(lane);
+      return true;
+    }
+    lane->commit_retried = false;
+    reregistered_.fetch_add(1, std::memory_order_relaxed);
+    Message(Severity::kError,
+            "FUSE ring queue {}: the kernel refused a reply's commit twice ({}): its caller waits until the "
+            "mount ends; the lane registers a fresh entry",
+            lane->qid, std::strerror(-res));
+    Submit(lane, fuse_uring::kCmdRegister, 0);
+    return true;
+  }
+  if (res < 0) {
+    // ENOTCONN: the connection ended (unmount, abort); anything else:
+    // the kernel refused the entry, and the connection went back to
+    // /dev/fuse (a failed registration turns the rings off), or refused
+    // a lane's fresh entry after a lost commit (the lane ends).
+    if (res != -ENOTCONN && res != -ECANCELED) {
+      errors_.fetch_add(1, std::memory_order_relaxed);
+      if (!*registered) refused_.store(true, std::memory_order_release);
+      Message(Severity::kWarning, "FUSE ring queue {}: the kernel refused a command: {}", lane->qid,
+              std::strerror(-res));
+    }
+    return false;
+  }
+  if (!*registered) {
+    *registered = true;
+    lanes_used_.fetch_add(1, std::memory_order_relaxed);
+  }
+  lane->commit_retried = false;
+  Serve(lane);
+  return true;
 }
 
 void UringTransport::Serve(Lane* lane) {

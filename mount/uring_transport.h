@@ -12,8 +12,11 @@
 // io_uring of its own and one ring entry (a header buffer and a payload
 // buffer, both registered with the kernel).  A lane waits in io_uring for
 // its entry to carry a request, serves it on its own thread, and commits
-// the reply with the fetch of its next request (COMMIT_AND_FETCH) -- one
-// io_uring_enter per request, where /dev/fuse takes a read and a write.
+// the reply with the fetch of its next request (COMMIT_AND_FETCH), in the
+// same io_uring_enter as its wait for that request -- one system call per
+// request, where /dev/fuse takes a read and a write.  Only the lane's
+// thread submits to its ring: a thread that replies for it, or stops it,
+// posts a completion into it (IORING_OP_MSG_RING) from a waker ring.
 //
 // A request that waits never stalls its queue: a lane holds one entry,
 // so a lane asleep in fsync's log force, in a log-space reservation or on
@@ -52,6 +55,7 @@
 
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
+#include <liburing.h>
 #include <sys/uio.h>
 
 #include <atomic>
@@ -121,10 +125,11 @@ class UringTransport {
  private:
   UringTransport(fuse_session* se, int fuse_fd, SessionIo* io, const Options& options, std::uint32_t queues);
   void Run(Lane* lane);
+  bool Completed(Lane* lane, int res, bool* registered);
   void Serve(Lane* lane);
   void Commit(Lane* lane);
   void Submit(Lane* lane, std::uint32_t cmd_op, std::uint64_t commit_id) EXCLUDES(start_mu_);
-  void Wake(Lane* lane, std::uint64_t tag);
+  void Wake(Lane* lane, std::uint64_t tag) EXCLUDES(waker_mu_);
 
   fuse_session* const se_;
   const int fuse_fd_;
@@ -133,6 +138,9 @@ class UringTransport {
   const std::uint32_t queues_;
   std::vector<std::unique_ptr<Lane>> lanes_;
 
+  Mutex waker_mu_;
+  io_uring waker_ring_ GUARDED_BY(waker_mu_){};
+  bool waker_ready_ GUARDED_BY(waker_mu_) = false;
   Mutex start_mu_;
   CondVar start_cv_;
   bool started_ GUARDED_BY(start_mu_) = false;
