@@ -71,9 +71,9 @@ TEST_P(FsCrash, EveryCrashStateKeepsFsyncedFilesAndNoStaleData) {
 INSTANTIATE_TEST_SUITE_P(Seeds, FsCrash, ::testing::ValuesIn(Seeds()));
 
 // The one-seed campaigns below run the random workload's full 400
-// operations, a quarter of them under TSan (each crash state is a mount
-// and a check there, ten times dearer).
-constexpr int kOneSeedOps = walfs::testing::ForBuild({.full = 400, .address = 400, .thread = 100});
+// operations, half of them under ASan and a quarter under TSan (each crash
+// state is a mount and a check there, five and ten times dearer).
+constexpr int kOneSeedOps = walfs::testing::ForBuild({.full = 400, .address = 200, .thread = 100});
 
 // With -o discard the recording holds a write of zeros for every freed run
 // once its checkpoint is on disk (docs/fs.md, "Discard"), and every crash

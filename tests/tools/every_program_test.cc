@@ -29,17 +29,18 @@ const std::vector<Program>& Programs() {
       {"mkfs.walfs", 2},     {"fsck.walfs", 16},       {"walfs", 2},
       {"walfs-admin", 2},    {"walfs-growfs", 2},
       {"walfs-logprint", 2}, {"walfs-trace", 2},       {"walfs-aim", 2},
-      {"walfs-killtest", 2}, {"walfs-crashtest", 2},
+      {"walfs-crashtest", 2},
       {"log_bench", 2},      {"grant_head_bench", 2}, {"trace_bench", 2},
       {"walfs-peers", 2},    {"walfs-requests", 2},
   };
-#ifndef WALFS_NO_HOSTILE_PROGRAM
-  static const std::vector<Program> with_hostile = [] {
+#ifndef WALFS_NO_HARNESS_PROGRAMS
+  static const std::vector<Program> with_harnesses = [] {
     std::vector<Program> v = all;
     v.push_back({"walfs-hostile", 2});
+    v.push_back({"walfs-killtest", 2});
     return v;
   }();
-  return with_hostile;
+  return with_harnesses;
 #else
   return all;
 #endif
@@ -94,8 +95,9 @@ TEST(EveryProgram, BadValuesAreUsageErrorsNamingTheOption) {
     int exit_code;
   };
   const std::vector<Case> cases{
-#ifndef WALFS_NO_HOSTILE_PROGRAM
+#ifndef WALFS_NO_HARNESS_PROGRAMS
       {"walfs-hostile --seeds x", "--seeds: must be a whole number of at least 1", 2},
+      {"walfs-killtest --rounds 0", "--rounds", 2},
 #endif
       {"walfs-crashtest --seeds 0", "--seeds: must be a whole number of at least 1, not '0'", 2},
       {"log_bench --threads 0", "--threads: must be a whole number of at least 1", 2},
@@ -103,7 +105,6 @@ TEST(EveryProgram, BadValuesAreUsageErrorsNamingTheOption) {
       {"trace_bench --tables foo", "--tables: foo not in", 2},
       {"walfs-trace bogus", "unknown command 'bogus'", 2},
       {"grant_head_bench --modes nope", "--modes", 2},
-      {"walfs-killtest --rounds 0", "--rounds", 2},
       {"mkfs.walfs -a 0 img 64m", "--agcount", 2},
       {"fsck.walfs -n -y img", "--no-change excludes --yes", 16},
       {"walfs-admin -U nope img", "is not a UUID", 2},
