@@ -53,9 +53,9 @@
 # than -g), precompiled headers (WALFS_PCH, on by default; one for all the
 # spec binaries) and as a unity build (-DCMAKE_UNITY_BUILD=ON: eight files
 # a translation unit, 38 % less compile time for the gcc job;
-# cmake/WalfsPolicy.cmake).  In the asan and tsan builds the spec binaries'
-# own code compiles at -O0 and the libraries under test at -O2
-# (walfs_spec_code: half the specs' compile time, test times unchanged).
+# cmake/WalfsPolicy.cmake).  In every build the spec binaries' own code
+# compiles at -O0 and the libraries under test at -O2 (walfs_spec_code:
+# half the specs' compile time, test times unchanged).
 #
 # The jobs are pipelined: while one job's tests run, the next job's build
 # runs beside them under SCHED_IDLE (chrt --idle; nice 19 where that is

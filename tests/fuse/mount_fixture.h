@@ -52,7 +52,7 @@ namespace walfs::testing {
 
 struct MountConfig {
   std::string image_size = "2g";  // sparse; big enough for 100k inodes; "": no mkfs
-  std::vector<std::string> options;  // each passed as `-o opt`
+  std::vector<std::string> options = {};  // each passed as `-o opt`
   int mount_timeout_s = 10;  // for the mount to appear
   int exit_timeout_s = 10;   // for the daemon to exit after the unmount
 };

@@ -30,9 +30,9 @@
 namespace walfs::testing {
 namespace {
 
-constexpr uid_t kOwner = 4242;  // in groups kOwner and kOwnerSecond
+constexpr uid_t kOwnerUid = 4242;  // in groups kOwnerUid and kOwnerSecond
 constexpr gid_t kOwnerSecond = 4243;
-constexpr uid_t kOther = 4244;  // in its own group only
+constexpr uid_t kOtherUid = 4244;  // in its own group only
 
 enum class Actor { kOwner, kOther, kRoot, kRootWithoutFsetid };
 enum class Op { kChgrpToSecond, kChownToOther, kChownToSelf, kWrite, kTruncate, kOpenTrunc };
@@ -105,9 +105,9 @@ bool Become(Actor a) {
     d[0].effective &= ~(1u << CAP_FSETID);
     return syscall(SYS_capset, &h, d) == 0;
   }
-  const uid_t uid = a == Actor::kOwner ? kOwner : kOther;
+  const uid_t uid = a == Actor::kOwner ? kOwnerUid : kOtherUid;
   const std::vector<gid_t> groups =
-      a == Actor::kOwner ? std::vector<gid_t>{kOwner, kOwnerSecond} : std::vector<gid_t>{kOther};
+      a == Actor::kOwner ? std::vector<gid_t>{kOwnerUid, kOwnerSecond} : std::vector<gid_t>{kOtherUid};
   return setgroups(groups.size(), groups.data()) == 0 && setresgid(uid, uid, uid) == 0 &&
          setresuid(uid, uid, uid) == 0;
 }
@@ -120,8 +120,8 @@ int RunAs(const Case& c, const std::string& path) {
     long r = 0;
     switch (c.op) {
       case Op::kChgrpToSecond: r = lchown(path.c_str(), -1, kOwnerSecond); break;
-      case Op::kChownToOther: r = lchown(path.c_str(), kOther, kOther); break;
-      case Op::kChownToSelf: r = lchown(path.c_str(), kOwner, -1); break;
+      case Op::kChownToOther: r = lchown(path.c_str(), kOtherUid, kOtherUid); break;
+      case Op::kChownToSelf: r = lchown(path.c_str(), kOwnerUid, -1); break;
       case Op::kWrite: {
         const int fd = open(path.c_str(), O_WRONLY | O_APPEND);
         r = fd < 0 ? -1 : write(fd, "y", 1);
@@ -171,7 +171,7 @@ std::string Prepare(const Case& c, const std::string& dir, int index) {
     r = mknod(path.c_str(), c.type.type | 0600, dev);
   }
   if (r < 0) return "";
-  if (lchown(path.c_str(), kOwner, kOwner) != 0 || chmod(path.c_str(), c.mode) != 0) return "";
+  if (lchown(path.c_str(), kOwnerUid, kOwnerUid) != 0 || chmod(path.c_str(), c.mode) != 0) return "";
   if (c.type.type == S_IFREG) {
     const std::string cap = NetRawCapability();
     if (setxattr(path.c_str(), "security.capability", cap.data(), cap.size(), 0) != 0) return "";

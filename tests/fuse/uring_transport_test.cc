@@ -57,7 +57,9 @@ TEST_F(UringTransport, RequestsTravelTheRingsWhenTheKernelOffersThemAndTheMountS
     WriteFile(name, std::string(5000 + i, static_cast<char>('a' + i % 26)));
     EXPECT_EQ(ReadFile(name), std::string(5000 + i, static_cast<char>('a' + i % 26)));
     ASSERT_SYS(rename(name.c_str(), (name + ".r").c_str()));
-    if (i % 2 == 0) ASSERT_SYS(unlink((name + ".r").c_str()));
+    if (i % 2 == 0) {
+      ASSERT_SYS(unlink((name + ".r").c_str()));
+    }
   }
   const std::string stats = StatsText(Root());
   EXPECT_NE(stats.find("fuse_transport uring\n"), std::string::npos) << stats;
@@ -129,7 +131,9 @@ TEST_F(UringTransport, CallersOnEveryCpuAtOnceEachGetTheirOwnReplies) {
         const int fd = open(name.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
         ASSERT_GE(fd, 0) << name << ": " << strerror(errno);
         ASSERT_EQ(write(fd, body.data(), body.size()), static_cast<ssize_t>(body.size()));
-        if (i % 4 == 0) EXPECT_SYS(fsync(fd));
+        if (i % 4 == 0) {
+          EXPECT_SYS(fsync(fd));
+        }
         EXPECT_SYS(close(fd));
         EXPECT_EQ(ReadFile(name), body) << name;
         EXPECT_SYS(rename(name.c_str(), (name + ".done").c_str()));
@@ -205,7 +209,9 @@ TEST_F(UringCommitFault, AMalformedRingCommandIsRefusedWithEinval) {
   WALFS_REQUIRE_WALFS();
   for (const char* bad : {"ring_commit", "ring_commit x", "ring_commit 1 2", "ring_commit -1"})
     EXPECT_EQ(Command(bad), EINVAL) << bad;
-  if (KernelOffersRings()) EXPECT_EQ(Command("ring_commit 0"), 0) << "0 disarms";
+  if (KernelOffersRings()) {
+    EXPECT_EQ(Command("ring_commit 0"), 0) << "0 disarms";
+  }
 }
 
 class DevTransport : public MountedFs {
