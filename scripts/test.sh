@@ -55,7 +55,8 @@
 # a translation unit, 38 % less compile time for the gcc job;
 # cmake/WalfsPolicy.cmake).  In every build the spec binaries' own code
 # compiles at -O0 and the libraries under test at -O2 (walfs_spec_code:
-# half the specs' compile time, test times unchanged).
+# half the specs' compile time, test times unchanged); in the asan and tsan
+# builds the programs' own code too (walfs_program_code).
 #
 # The jobs are pipelined: while one job's tests run, the next job's build
 # runs beside them under SCHED_IDLE (chrt --idle; nice 19 where that is
