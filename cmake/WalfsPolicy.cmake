@@ -146,8 +146,8 @@ if(WALFS_FUZZ)
   add_custom_target(fuzzers)
 endif()
 
-# walfs_spec_code(<target>): <target>'s own files (a spec binary's, or a
-# helper library only specs link) compile at -O0 in every build; the
+# walfs_spec_code(<target>...): the targets' own files (a spec binary's, and
+# walfs_test_pch's, whose header they share) compile at -O0 in every build; the
 # libraries they drive keep the build type's optimization.  The specs check
 # the code under test as it ships, and that code is where they spend their
 # time; their own code is set-up and assertions.  Code generation is most
@@ -155,8 +155,10 @@ endif()
 # (fs_test's first unit: 21 s -> 11 s) and 2.7 times under clang with ASan
 # (29 s -> 11 s; -O1 saves only 5 % there), and the suite's test times
 # stayed within noise (ASan: 333 s -> 343 s).
-function(walfs_spec_code target)
-  target_compile_options(${target} PRIVATE -O0)
+function(walfs_spec_code)
+  foreach(target ${ARGN})
+    target_compile_options(${target} PRIVATE -O0)
+  endforeach()
 endfunction()
 
 # walfs_program_code(<target>...): in a sanitizer build, the programs' own
@@ -167,9 +169,7 @@ endfunction()
 # (walfs-trace under ASan: 19 s at -O2, 10 s at -O0).
 function(walfs_program_code)
   if(WALFS_SANITIZE)
-    foreach(target ${ARGN})
-      target_compile_options(${target} PRIVATE -O0)
-    endforeach()
+    walfs_spec_code(${ARGN})
   endif()
 endfunction()
 
