@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/check.h"
@@ -80,10 +81,18 @@ Tracer& Tracer::Get() {
 
 Tracer::Tracer() : membarrier_(RegisterMembarrier()) {}
 
-Tracer::~Tracer() {
+Tracer::~Tracer() { StopWaker(); }
+
+// The process's tracer is never destroyed, but its waker must not outlive
+// the process's exit: a thread still running while exit() runs the static
+// destructors is one more thing to race with them (ThreadSanitizer sleeps a
+// second at every such exit to catch those races).  A forked child has no
+// waker thread, only the parent's std::thread object: it joins nothing.
+void Tracer::StopWaker() {
+  if (!waker_.joinable() || ::getpid() != waker_pid_) return;
   waker_stop_.store(true);
-  if (WaitToken* t = waker_token_.load()) t->Signal();
-  if (waker_.joinable()) waker_.join();
+  waker_token_.load()->Signal();
+  waker_.join();
 }
 
 TracerOptions Tracer::options() const {
@@ -273,11 +282,19 @@ void Tracer::EnsureWaker() {
     std::atomic<bool> started{false};
     waker_ = std::thread([this, &started] {
       pthread_setname_np(pthread_self(), "walfs-twake");
-      waker_token_.store(&WaitToken::Current(), std::memory_order_release);
+      // The tracer's own reference, never dropped: a commit may still
+      // Signal() the token after StopWaker() has ended this thread.
+      WaitToken& token = WaitToken::Current();
+      token.Ref();
+      waker_token_.store(&token, std::memory_order_release);
       started.store(true);
       WakerMain();
     });
     while (!started.load()) std::this_thread::yield();
+    waker_pid_ = ::getpid();
+    // Registered after the thread exists, so it runs before the destructors
+    // of every static constructed earlier (none of which the waker uses).
+    std::atexit([] { Get().StopWaker(); });
   });
 }
 

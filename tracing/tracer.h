@@ -13,6 +13,8 @@
 // thread a fresh ring at its next event; the old ones are read out first.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -96,6 +98,10 @@ class Tracer {
   void WakeReaders();
   void WakerMain();
   void EnsureWaker();
+  // Ends and joins the waker (at exit, and in the destructor).  Deferred
+  // wakeups armed afterwards are not delivered: a reader still waiting
+  // finds its data at its safety timeout.
+  void StopWaker();
   void CountMiss(struct ThreadState& ts);
 
   // Hot, read by every commit.
@@ -131,6 +137,7 @@ class Tracer {
   std::atomic<WaitToken*> waker_token_{nullptr};
   std::atomic<bool> waker_stop_{false};
   std::thread waker_;
+  pid_t waker_pid_ = 0;  // the process that started waker_ (a forked child did not)
   std::once_flag waker_once_;
 };
 
