@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,7 @@
 
 #include "base/status.h"
 #include "tracing/reader.h"
+#include "tracing/reorder_window.h"
 #include "tracing/trace_file.h"
 #include "tracing/trace_summary.h"
 
@@ -105,8 +107,9 @@ Result<std::map<fs::path, std::string>> EventEnables(const fs::path& events_dir,
   return out;
 }
 
-// The recording: the stream's bytes parsed, each read merged into one
-// timeline and appended to the file.
+// The recording: the stream's bytes parsed, put into one timeline
+// (ReorderWindow: the newest quarter second of trace clock waits for
+// records that come a read late) and appended to the file.
 class Recorder {
  public:
   explicit Recorder(std::string path) : path_(std::move(path)), stream_(TraceFileReader::ForStream()) {}
@@ -128,11 +131,9 @@ class Recorder {
       WALFS_RETURN_IF_ERROR(writer_->AddEvents(stream_->events()));
       events_ = stream_->events().size();
     }
-    MergeByTimestamp(&batch_);
-    for (const TraceEntry& e : batch_) {
-      summary_.Add(e);
-      WALFS_RETURN_IF_ERROR(writer_->Append(e));
-    }
+    window_.Add(std::move(batch_));
+    batch_.clear();
+    WALFS_RETURN_IF_ERROR(Write(window_.TakeReady()));
     return writer_->Flush();
   }
 
@@ -141,17 +142,30 @@ class Recorder {
     if (stream_->unparsed_bytes() > 0)
       fmt::print(stderr, "walfs-trace: the stream stopped inside a section ({} bytes dropped)\n",
                  stream_->unparsed_bytes());
+    WALFS_RETURN_IF_ERROR(Write(window_.TakeAll()));
     return writer_->Close();
   }
 
   const TraceSummary& summary() const { return summary_; }
 
  private:
+  // ns under the monotonic clocks; cycles under `tsc`, a shorter hold.
+  static constexpr std::uint64_t kHold = 250'000'000;
+
+  Status Write(const std::vector<TraceEntry>& entries) {
+    for (const TraceEntry& e : entries) {
+      summary_.Add(e);
+      WALFS_RETURN_IF_ERROR(writer_->Append(e));
+    }
+    return Status::Ok();
+  }
+
   const std::string path_;
   std::unique_ptr<TraceFileReader> stream_;
   std::unique_ptr<TraceFileWriter> writer_;
   std::size_t events_ = 0;
   std::vector<TraceEntry> batch_;
+  ReorderWindow window_{kHold};
   TraceSummary summary_;
 };
 

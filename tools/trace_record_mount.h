@@ -7,8 +7,9 @@
 // It clears the trace buffer, enables the events asked for (remembering
 // each event's enable bit, restored at the end), reads the raw stream until
 // the command exits, --duration passes, SIGINT/SIGTERM arrives or the mount
-// goes away, then drains what is left.  Each read's sections (one per daemon
-// thread's ring) are merged by timestamp (MergeByTimestamp) and written with
+// goes away, then drains what is left.  The reads' sections (one per daemon
+// thread's ring) are merged by timestamp through a ReorderWindow (a record
+// that comes a read late still takes its place) and written with
 // TraceFileWriter, so the file is one timeline and every other walfs-trace
 // command reads it.
 #pragma once
