@@ -34,7 +34,7 @@
 #     FsFaultCampaign seeds              40 -> 16 -> 8
 #     hostile_image_test rounds/flavour  36 -> 18 -> 9
 #     hostile_log_damage_test rounds     36 -> 12 -> 6
-#     Dir.AHugeDirectory... entries      100,000 -> 50,000 -> 25,000
+#     Dir.AHugeDirectory... entries      100,000 -> 20,000 -> 10,000
 #     walfs_crashtest_quick (random      --ops 200 --samples 16; tsan
 #     workload; seq-1 is FsCrashShort)   --ops 100 --samples 8
 #     FsCrashDiscard, FsCrashPreallocated 400 -> 200 -> 100 operations

@@ -184,11 +184,12 @@ TEST_F(Dir, SeekdirToATelldirPositionResumesThere) {
 }
 
 // Slow: 100,000 creates; on walfs this must stay well under a minute.
-// Under the sanitizers, whose daemon is several times slower, 50,000 (ASan)
-// and 25,000 (TSan): still a directory B+tree of hundreds of leaves
-// (tests/sanitizer_build.h).
+// Under the sanitizers, whose daemon is several times slower, 20,000 (ASan)
+// and 10,000 (TSan) through the mount (tests/sanitizer_build.h): the scale
+// is the gcc job's to check; the index code at that size is what
+// DirIndexTest's 20,000 names check in-process in both sanitizer jobs.
 TEST_F(Dir, AHugeDirectoryCreatesLooksUpAndLists) {
-  constexpr int kEntries = ForBuild({.full = 100000, .address = 50000, .thread = 25000});
+  constexpr int kEntries = ForBuild({.full = 100000, .address = 20000, .thread = 10000});
   ASSERT_SYS(mkdir(Path("d").c_str(), 0755));
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < kEntries; ++i) ASSERT_TRUE(Make("d/" + Name('h', i)));
