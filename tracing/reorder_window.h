@@ -6,9 +6,10 @@
 // newer records of other rings that an earlier read already delivered.
 // Merging each read on its own (MergeByTimestamp) would write it out of
 // place.  The window holds back the newest entries until they are `hold`
-// (trace clock units) older than the newest entry seen, the way trace-cmd
-// sorts per-CPU buffers before it writes; a record late by less than that
-// takes its place.
+// (trace clock units) older than the newest entry seen; a record late by
+// less than that takes its place.  (trace-cmd keeps each CPU's buffer apart
+// in its file and merges them when it reports; a walfs trace file is one
+// timeline, so the merge happens while recording.)
 #pragma once
 
 #include <cstdint>
