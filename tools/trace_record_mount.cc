@@ -116,12 +116,12 @@ class Recorder {
 
   Status Take(std::string_view bytes) {
     stream_->Feed(bytes);
-    batch_.clear();
+    std::vector<TraceEntry> batch;
     std::vector<TraceEntry> chunk;
     for (;;) {
       WALFS_RETURN_IF_ERROR(stream_->ReadChunk(&chunk));
       if (chunk.empty()) break;
-      batch_.insert(batch_.end(), chunk.begin(), chunk.end());
+      batch.insert(batch.end(), chunk.begin(), chunk.end());
     }
     if (!stream_->has_header()) return Status::Ok();
     if (writer_ == nullptr) {
@@ -131,8 +131,7 @@ class Recorder {
       WALFS_RETURN_IF_ERROR(writer_->AddEvents(stream_->events()));
       events_ = stream_->events().size();
     }
-    window_.Add(std::move(batch_));
-    batch_.clear();
+    window_.Add(std::move(batch));
     WALFS_RETURN_IF_ERROR(Write(window_.TakeReady()));
     return writer_->Flush();
   }
@@ -164,7 +163,6 @@ class Recorder {
   std::unique_ptr<TraceFileReader> stream_;
   std::unique_ptr<TraceFileWriter> writer_;
   std::size_t events_ = 0;
-  std::vector<TraceEntry> batch_;
   ReorderWindow window_{kHold};
   TraceSummary summary_;
 };

@@ -22,8 +22,8 @@ void ReorderWindow::Add(std::vector<TraceEntry> entries) {
 std::vector<TraceEntry> ReorderWindow::TakeReady() {
   if (pending_.empty()) return {};
   const std::uint64_t newest = pending_.back().record.timestamp;
-  const auto ready = std::find_if(pending_.begin(), pending_.end(),
-                                  [&](const TraceEntry& e) { return e.record.timestamp + hold_ > newest; });
+  const auto ready = std::partition_point(pending_.begin(), pending_.end(),
+                                         [&](const TraceEntry& e) { return e.record.timestamp + hold_ <= newest; });
   std::vector<TraceEntry> out(std::make_move_iterator(pending_.begin()), std::make_move_iterator(ready));
   pending_.erase(pending_.begin(), ready);
   return out;
