@@ -15,10 +15,15 @@
 // a helper process of the daemon (below) calls syncfs(2) on this mount.
 // The kernel writes back every dirty page of the superblock (as WRITE
 // requests, batched by writepages, that the daemon's FUSE workers serve)
-// and returns once the
-// replies came (fuse_writepage_end ends the folio's writeback; 6.x has no
-// temporary pages).  After it, what was dirty when it began is walfs's,
-// and walfs's lazy push bounds the rest.
+// and sends each file's times (a SETATTR it waits for), but it does not
+// wait for the WRITEs' replies: on Linux 6.18 the fuse tracepoints show a
+// syncfs returning with WRITEs sent before it still unanswered, as kernel
+// commit f9a49aa302a0 does (the wait for write-back skips FUSE's
+// mappings).  So what was dirty when a push began is walfs's once walfs
+// has answered the WRITEs that push sent, and walfs's lazy push bounds the
+// rest.  (The replies end the folios' write-back, since 6.14 has no
+// temporary pages: cachestat(2) on a file tells when its pages are
+// walfs's.)
 //
 // The syncfs needs a file of this mount, and a file opened on the mount
 // itself pins it: an umount meanwhile would get EBUSY.  So each push opens
@@ -31,7 +36,8 @@
 // fusermount3) has no push, and says so.
 //
 // The pushes run in a helper process (named walfs-wbpush), not a thread.
-// A syncfs waits, uninterruptibly, for WRITEs that the daemon serves; if
+// A syncfs waits, uninterruptibly, for requests that the daemon serves
+// (the SETATTR above; a dirty page already under write-back); if
 // the daemon is killed meanwhile, a thread stuck there keeps the process
 // (and so /dev/fuse, which would abort the connection) alive forever: the
 // mount hangs until someone aborts it in /sys/fs/fuse/connections.  The

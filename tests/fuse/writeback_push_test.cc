@@ -2,12 +2,14 @@
 // 10): while a file is open for writing through the kernel's page cache,
 // the daemon has the kernel write this mount's dirty pages back every N ms.
 // So what a writer put in the cache and never fsynced survives a SIGKILL of
-// the daemon once a push and the lazy push (lazy_commit_ms) have run: the
-// kernel, which would otherwise keep those pages for its own write-back
-// (about 30 s), drops them with a dead connection.
+// the daemon once a push has sent it, walfs has answered those WRITEs and
+// the lazy push (lazy_commit_ms) has run: the kernel, which would otherwise
+// keep those pages for its own write-back (about 30 s), drops them with a
+// dead connection.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,7 +17,9 @@
 #include <filesystem>
 #include <fstream>
 #include <vector>
+#include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <thread>
 
@@ -60,6 +64,26 @@ std::string FirstDifference(const std::string& got, const std::string& want) {
   return fmt::format("{} bytes of {}; first difference at byte {} (block {})", got.size(), want.size(), i, i / 4096);
 }
 
+// cachestat(2) (Linux 6.5; glibc 2.36 has no wrapper, and its number is
+// the same on every architecture): how many of a file's pages the kernel
+// holds dirty or under write-back.
+struct CacheCounts {
+  std::uint64_t cache, dirty, writeback, evicted, recently_evicted;
+};
+
+bool CacheClean(int fd, std::string* why) {
+  struct {
+    std::uint64_t off = 0, len = 0;  // len 0: to the end of the file
+  } range;
+  CacheCounts c{};
+  if (syscall(451, fd, &range, &c, 0) != 0) {
+    *why = fmt::format("cachestat: {}", strerrorname_np(errno));
+    return false;
+  }
+  *why = fmt::format("{} pages cached, {} dirty, {} under write-back", c.cache, c.dirty, c.writeback);
+  return c.dirty == 0 && c.writeback == 0;
+}
+
 class WritebackPush : public MountedFs {
  public:
   // commit=86400: only the lazy push writes the log to the image, as after
@@ -76,7 +100,12 @@ class WritebackPush : public MountedFs {
 
   // Until two more pushes than `before` (read after the caller's writes)
   // have ended: the first may have begun before it was read, the second
-  // began after the first ended, so after the writes.  Then until every
+  // began after the first ended, so after the writes.  Then until the
+  // kernel holds no page of `files` dirty or under write-back: syncfs starts
+  // the write-back but does not wait for a FUSE daemon's answers (since
+  // Linux 6.14 a page stays under write-back until walfs answers its WRITE,
+  // and CI's TSan job once killed the daemon with 2 MiB of a file's WRITEs
+  // unanswered after two pushes had returned).  Then until every
   // checkpoint of what they brought is written to the image: the CIL is
   // empty and the last pushed checkpoint's records are out
   // (cil_written_seq), whether a lazy push or a background one wrote them.
@@ -84,7 +113,7 @@ class WritebackPush : public MountedFs {
   // CIL may still be writing, and CI's TSan job once lost a file's data
   // after that condition held.)
   // Up to 10 s, for a loaded machine.  Returns the stats then.
-  std::string WaitPushedAndWrittenOut(long long before) {
+  std::string WaitPushedAndWrittenOut(long long before, std::initializer_list<int> files) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     std::string s = ReadFile(Root() + "/.walfs/stats");
     while (StatIn(s, "writeback_pushes") < before + 2 && std::chrono::steady_clock::now() < deadline) {
@@ -93,6 +122,13 @@ class WritebackPush : public MountedFs {
     }
     EXPECT_GE(StatIn(s, "writeback_pushes"), before + 2) << "no push in 10 s:\n" << s;
     EXPECT_EQ(StatIn(s, "writeback_push_failed"), 0) << s;
+    for (const int fd : files) {
+      std::string why;
+      while (!CacheClean(fd, &why) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      EXPECT_TRUE(CacheClean(fd, &why)) << "fd " << fd << " not written back: " << why;
+    }
+    s = ReadFile(Root() + "/.walfs/stats");
     while (!(StatIn(s, "cil_items") == 0 && StatIn(s, "cil_written_seq") + 1 == StatIn(s, "cil_seq")) &&
            std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -119,7 +155,7 @@ TEST_F(WritebackPush, DataWrittenToAFileStillOpenSurvivesAKillOfTheDaemon) {
   ASSERT_EQ(pwrite(fa, a.data(), a.size(), 0), static_cast<ssize_t>(a.size()));
   ASSERT_EQ(pwrite(fb, b.data(), b.size(), 0), static_cast<ssize_t>(b.size()));
   ASSERT_EQ(pwrite(fb, "ZZ", 2, 100), 2);  // an overwrite in a cached page
-  const std::string stats = WaitPushedAndWrittenOut(StatValue(Root(), "writeback_pushes"));
+  const std::string stats = WaitPushedAndWrittenOut(StatValue(Root(), "writeback_pushes"), {fa, fb});
   ASSERT_FALSE(HasFailure());
   KillDaemon();
   close(fa);  // on a dead connection: the kernel drops whatever it still held
@@ -142,7 +178,7 @@ TEST_F(WritebackPush, StoresThroughASharedMappingSurviveAKillOfTheDaemon) {
   ASSERT_NE(p, MAP_FAILED) << strerrorname_np(errno);
   const std::string want = Pattern(kSize, 'm');
   std::memcpy(p, want.data(), kSize);
-  const std::string stats = WaitPushedAndWrittenOut(StatValue(Root(), "writeback_pushes"));
+  const std::string stats = WaitPushedAndWrittenOut(StatValue(Root(), "writeback_pushes"), {fd});
   ASSERT_FALSE(HasFailure());
   KillDaemon();
   munmap(p, kSize);
