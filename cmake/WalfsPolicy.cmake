@@ -199,11 +199,29 @@ function(walfs_add_fuzzer)
   set_tests_properties(${F_NAME} PROPERTIES LABELS fuzz TIMEOUT 120)
 endfunction()
 
+# How many specs one ctest entry of a spec binary runs, in one process: 1
+# (each TEST its own entry and process) in a plain build; 8 under the
+# sanitizers, whose start-up costs more than most unit specs
+# (WalfsGtestShards.cmake has the numbers).  The gcc CI job keeps one spec a
+# process, so every spec is still run alone in CI.
+if(WALFS_SANITIZE)
+  set(_walfs_specs_per_process 8)
+else()
+  set(_walfs_specs_per_process 1)
+endif()
+set(WALFS_SPECS_PER_PROCESS ${_walfs_specs_per_process} CACHE STRING
+    "Specs a ctest entry of a spec binary runs in one process (1: one a spec)")
+if(NOT WALFS_SPECS_PER_PROCESS MATCHES "^[1-9][0-9]*$")
+  message(FATAL_ERROR "WALFS_SPECS_PER_PROCESS must be a positive number, not '${WALFS_SPECS_PER_PROCESS}'")
+endif()
+
 # walfs_add_test(NAME <name> SOURCES <files...> LIBS <targets...> [LABEL <label>]
 #                [PER_SUITE])
 # One gtest binary per component; each TEST becomes its own ctest entry, or
-# with PER_SUITE each test suite ("Suite.*", one process), for suites that
-# share one expensive fixture (WalfsGtestSuites.cmake).
+# with WALFS_SPECS_PER_PROCESS above 1 each shard of that many specs
+# (WalfsGtestShards.cmake), or with PER_SUITE each test suite ("Suite.*",
+# one process), for suites that share one expensive fixture
+# (WalfsGtestSuites.cmake).
 function(walfs_add_test)
   cmake_parse_arguments(T "PER_SUITE" "NAME;LABEL" "SOURCES;LIBS" ${ARGN})
   if(NOT T_LABEL)
@@ -217,25 +235,31 @@ function(walfs_add_test)
     target_precompile_headers(${T_NAME} REUSE_FROM walfs_test_pch)
   endif()
   set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/tests)
-  if(NOT T_PER_SUITE)
+  if(NOT T_PER_SUITE AND WALFS_SPECS_PER_PROCESS EQUAL 1)
     # One label: gtest_discover_tests cannot pass a list through PROPERTIES.
     gtest_discover_tests(${T_NAME} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${T_LABEL})
     return()
   endif()
-  # The suites are listed after each build; ctest reads the list through a
-  # wrapper that stands in a failing entry while the binary is not built (as
-  # gtest_discover_tests does).
-  set(suites_file ${CMAKE_CURRENT_BINARY_DIR}/${T_NAME}_suites.cmake)
+  # The suites or specs are listed after each build; ctest reads the list
+  # through a wrapper that stands in a failing entry while the binary is not
+  # built (as gtest_discover_tests does).
+  set(entries_file ${CMAKE_CURRENT_BINARY_DIR}/${T_NAME}_entries.cmake)
   set(include_file ${CMAKE_CURRENT_BINARY_DIR}/${T_NAME}_include.cmake)
+  if(T_PER_SUITE)
+    set(script_args -D TEST_EXECUTABLE=$<TARGET_FILE:${T_NAME}> -D CTEST_FILE=${entries_file} -D LABEL=${T_LABEL}
+                    -P ${PROJECT_SOURCE_DIR}/cmake/WalfsGtestSuites.cmake)
+  else()
+    set(script_args -D TEST_EXECUTABLE=$<TARGET_FILE:${T_NAME}> -D TEST_NAME=${T_NAME}
+                    -D CTEST_FILE=${entries_file} -D LABEL=${T_LABEL} -D SIZE=${WALFS_SPECS_PER_PROCESS}
+                    -P ${PROJECT_SOURCE_DIR}/cmake/WalfsGtestShards.cmake)
+  endif()
   add_custom_command(TARGET ${T_NAME} POST_BUILD
-    COMMAND ${CMAKE_COMMAND} -D TEST_EXECUTABLE=$<TARGET_FILE:${T_NAME}>
-            -D CTEST_FILE=${suites_file} -D LABEL=${T_LABEL}
-            -P ${PROJECT_SOURCE_DIR}/cmake/WalfsGtestSuites.cmake
-    BYPRODUCTS ${suites_file}
+    COMMAND ${CMAKE_COMMAND} ${script_args}
+    BYPRODUCTS ${entries_file}
     VERBATIM)
   file(WRITE ${include_file}
-    "if(EXISTS [==[${suites_file}]==])\n"
-    "  include([==[${suites_file}]==])\n"
+    "if(EXISTS [==[${entries_file}]==])\n"
+    "  include([==[${entries_file}]==])\n"
     "else()\n"
     "  add_test(${T_NAME}_NOT_BUILT ${T_NAME}_NOT_BUILT)\n"
     "endif()\n")

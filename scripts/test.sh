@@ -23,7 +23,11 @@
 # also the warnings job (a separate plain clang job ran the gcc job's tests
 # again for 11 minutes of CI and found nothing they did not).  The FUSE
 # suites (label `fuse`) are one ctest entry per suite: each suite shares
-# one mount.  The randomized campaigns run fewer rounds under the
+# one mount.  The other spec binaries are one ctest entry per spec in the
+# gcc job and one per shard of about 8 specs in asan and tsan
+# (WALFS_SPECS_PER_PROCESS, cmake/WalfsGtestShards.cmake: a sanitizer's
+# process start costs more than most unit specs), so every spec also runs
+# alone in CI and the gcc job's summary lists every skipped spec.  The randomized campaigns run fewer rounds under the
 # sanitizers (tests/sanitizer_build.h), gcc -> asan -> tsan:
 #     fs_crash_test random seeds          3 -> 2 -> 0 (tsan: the random
 #                                        runs of walfs_crashtest_quick)
