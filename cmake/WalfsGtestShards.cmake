@@ -14,20 +14,9 @@
 # shard passes or fails as a whole; its output names the spec that failed,
 # and a skipped spec says so there (the job's summary lists skips only of
 # entries that run one spec).
-foreach(var TEST_EXECUTABLE TEST_NAME CTEST_FILE LABEL SIZE)
-  if(NOT DEFINED ${var})
-    message(FATAL_ERROR "WalfsGtestShards.cmake: -D ${var}=... is required")
-  endif()
-endforeach()
-
-execute_process(COMMAND "${TEST_EXECUTABLE}" --gtest_list_tests
-                OUTPUT_VARIABLE listing RESULT_VARIABLE rc ERROR_VARIABLE err TIMEOUT 60)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "${TEST_EXECUTABLE} --gtest_list_tests failed (${rc}): ${err}")
-endif()
-
-string(REPLACE ";" "\\;" listing "${listing}")
-string(REPLACE "\n" ";" lines "${listing}")
+include(${CMAKE_CURRENT_LIST_DIR}/WalfsGtestList.cmake)
+walfs_gtest_require(TEST_EXECUTABLE TEST_NAME CTEST_FILE LABEL SIZE)
+walfs_gtest_lines("${TEST_EXECUTABLE}" lines)
 set(count 0)
 set(suite_disabled FALSE)
 foreach(line IN LISTS lines)
