@@ -26,6 +26,22 @@ bool PreflushRespected(const std::vector<RecordedOp>& ops, const std::vector<Pla
   return true;
 }
 
+namespace {
+
+// Every stride-th state of each kind, and the whole recording's prefix.
+std::vector<CrashState> Thinned(std::vector<CrashState> states, std::size_t stride, std::size_t ops) {
+  if (stride <= 1) return states;
+  std::map<CrashState::Kind, std::size_t> seen;
+  std::vector<CrashState> kept;
+  for (CrashState& s : states) {
+    const bool whole = s.kind == CrashState::Kind::kPrefix && s.prefix == ops;
+    if (seen[s.kind]++ % stride == 0 || whole) kept.push_back(std::move(s));
+  }
+  return kept;
+}
+
+}  // namespace
+
 Result<std::vector<CrashState>> PlanCrashStates(const RecordingDevice& rec, const PlannerOptions& options) {
   const std::vector<RecordedOp> ops = rec.ops();
   std::vector<CrashState> states;
@@ -80,7 +96,7 @@ Result<std::vector<CrashState>> PlanCrashStates(const RecordingDevice& rec, cons
                       .plan = std::move(plan)});
     ++s;
   }
-  return states;
+  return Thinned(std::move(states), options.state_stride, ops.size());
 }
 
 Result<std::unique_ptr<MemoryDevice>> Materialize(const RecordingDevice& rec, const CrashState& s) {

@@ -47,6 +47,13 @@ struct PlannerOptions {
   // With every_prefix: every stride-th prefix, and always those that end at
   // a flush and the whole recording (a sanitizer build's smaller campaign).
   std::size_t prefix_stride = 1;
+  // After planning: every stride-th state of each kind (prefix, torn,
+  // reordered), counted from each kind's first, and always the prefix of
+  // the whole recording.  A campaign's smaller form where each state costs
+  // the most and its checks add least (ThreadSanitizer's: the checks are
+  // the gcc job's, TSan looks at the threads of a mount, the same in every
+  // state).  0 or 1 keeps every state.
+  std::size_t state_stride = 1;
 };
 
 Result<std::vector<CrashState>> PlanCrashStates(const RecordingDevice& rec, const PlannerOptions& options);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "base/block_device_memory.h"
@@ -66,6 +67,56 @@ TEST(CrashPlanner, AStrideOfZeroMeansEveryPrefix) {
   auto states = PlanCrashStates(*rec, {.samples = 0, .every_prefix = true, .prefix_stride = 0});
   ASSERT_TRUE(states.ok()) << states.status().ToString();
   EXPECT_EQ(Prefixes(*states).size(), 11u);
+}
+
+std::vector<std::size_t> Torn(const std::vector<CrashState>& states) {
+  std::vector<std::size_t> out;
+  for (const CrashState& s : states)
+    if (s.kind == CrashState::Kind::kTorn) out.push_back(s.prefix);
+  return out;
+}
+
+TEST(CrashPlanner, AStateStrideKeepsEveryNthStateOfEachKindAndTheWholeRecording) {
+  MemoryDevice disk(1 << 20);
+  auto rec = Recorded(&disk);
+  auto all = PlanCrashStates(*rec, {.seed = 3, .samples = 6});
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  auto thin = PlanCrashStates(*rec, {.seed = 3, .samples = 6, .state_stride = 3});
+  ASSERT_TRUE(thin.ok()) << thin.status().ToString();
+  // The flush prefixes: 6 and the torn 5 (the flush at op 5); no flush ends
+  // the run, so its whole prefix is not planned either way.
+  EXPECT_EQ(Prefixes(*thin), Prefixes(*all));
+  EXPECT_EQ(Torn(*thin), Torn(*all));
+  // Samples 0 and 3 of the six.
+  std::vector<std::string> want, got;
+  int k = 0;
+  for (const CrashState& s : *all)
+    if (s.kind == CrashState::Kind::kReordered && k++ % 3 == 0) want.push_back(s.description);
+  for (const CrashState& s : *thin)
+    if (s.kind == CrashState::Kind::kReordered) got.push_back(s.description);
+  EXPECT_EQ(got.size(), 2u);
+  EXPECT_EQ(got, want);
+}
+
+TEST(CrashPlanner, AStateStrideOverEveryPrefixKeepsTheFirstAndTheWholeRecording) {
+  MemoryDevice disk(1 << 20);
+  auto rec = Recorded(&disk);
+  auto states = PlanCrashStates(*rec, {.samples = 0, .every_prefix = true, .state_stride = 4});
+  ASSERT_TRUE(states.ok()) << states.status().ToString();
+  // Prefixes 1..11 planned, of which the 1st, 5th and 9th, and 11 (the whole run).
+  EXPECT_EQ(Prefixes(*states), (std::vector<std::size_t>{1, 5, 9, 11}));
+}
+
+TEST(CrashPlanner, AStateStrideOfOneOrZeroKeepsEveryState) {
+  MemoryDevice disk(1 << 20);
+  auto rec = Recorded(&disk);
+  auto all = PlanCrashStates(*rec, {.seed = 2, .samples = 4, .every_prefix = true});
+  ASSERT_TRUE(all.ok());
+  for (std::size_t stride : {0u, 1u}) {
+    auto same = PlanCrashStates(*rec, {.seed = 2, .samples = 4, .every_prefix = true, .state_stride = stride});
+    ASSERT_TRUE(same.ok());
+    EXPECT_EQ(same->size(), all->size()) << "stride " << stride;
+  }
 }
 
 }  // namespace
