@@ -35,6 +35,8 @@
 #                                        file A's)
 #     log_crash_test seeds (each plain    3 -> 3 -> 1
 #     and with the lazy push)
+#     log_crash_test flush prefixes,      every -> every -> every 8th;
+#     reordered samples                   150 -> 150 -> 40
 #     FsFaultCampaign seeds              40 -> 16 -> 8
 #     hostile_image_test rounds/flavour  36 -> 18 -> 9
 #     hostile_log_damage_test rounds     36 -> 12 -> 6
@@ -43,7 +45,10 @@
 #     workload; seq-1 is FsCrashShort)   --ops 100 --samples 8
 #     FsCrashDiscard, FsCrashPreallocated 400 -> 200 -> 100 operations
 #     UninitAgCrash, FsckRepairCrash     every prefix -> every 2nd -> every
-#                                        4th (and each ending at a flush)
+#                                        4th (and each ending at a flush);
+#                                        under tsan then every 4th of those
+#                                        states (crash/planner.h's
+#                                        state_stride)
 #     walfs_killtest_quick               gcc only (over /dev/fuse; the
 #                                        _uring one in the uring job)
 # (an explicit WALFS_FS_CRASH_SEEDS, WALFS_FS_FAULT_SEEDS,
@@ -55,9 +60,9 @@
 # Every job builds with -DWALFS_DEBUG_INFO=lines (line tables only: what
 # a sanitizer report, a backtrace and perf need, a third less compile time
 # than -g), precompiled headers (WALFS_PCH, on by default; one for all the
-# spec binaries) and as a unity build (-DCMAKE_UNITY_BUILD=ON: eight files
-# a translation unit, 38 % less compile time for the gcc job;
-# cmake/WalfsPolicy.cmake).  In every build the spec binaries' own code
+# spec binaries), as a unity build (-DCMAKE_UNITY_BUILD=ON: sixteen files
+# a translation unit, our default batch size; cmake/WalfsPolicy.cmake) and
+# links with lld (WALFS_LINKER, scripts/setup.sh installs it).  In every build the spec binaries' own code
 # compiles at -O0 and the libraries under test at -O2 (walfs_spec_code:
 # half the specs' compile time, test times unchanged); in the asan and tsan
 # builds the programs' own code too (walfs_program_code).
