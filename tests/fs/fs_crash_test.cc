@@ -72,8 +72,11 @@ INSTANTIATE_TEST_SUITE_P(Seeds, FsCrash, ::testing::ValuesIn(Seeds()));
 
 // The one-seed campaigns below run the random workload's full 400
 // operations, half of them under ASan and a quarter under TSan (each crash
-// state is a mount and a check there, five and ten times dearer).
+// state is a mount and a check there, five and ten times dearer), with 40
+// reordered samples, 8 under TSan (as walfs_crashtest_quick there: each
+// sample's check runs on one thread beside the same mount threads).
 constexpr int kOneSeedOps = walfs::testing::ForBuild({.full = 400, .address = 200, .thread = 100});
+constexpr int kOneSeedSamples = walfs::testing::ForBuild({.full = 40, .address = 40, .thread = 8});
 
 // With -o discard the recording holds a write of zeros for every freed run
 // once its checkpoint is on disk (docs/fs.md, "Discard"), and every crash
@@ -83,7 +86,8 @@ constexpr int kOneSeedOps = walfs::testing::ForBuild({.full = 400, .address = 20
 // file whose unlink a crash state undoes; discarding at commit time passed
 // here).  TrimTest and OnlineDiscardTest (trim_test.cc) cover that window.
 TEST(FsCrashDiscard, EveryCrashStateWithOnlineDiscardKeepsFsyncedFilesAndNoStaleData) {
-  const crash::RunResult r = crash::RunCrashTest({.seed = 1, .ops = kOneSeedOps, .discard = true});
+  const crash::RunResult r =
+      crash::RunCrashTest({.seed = 1, .ops = kOneSeedOps, .samples = kOneSeedSamples, .discard = true});
   ExpectPasses(r);
 }
 // Writes into fallocated space: the data (and the zeros a write puts over a
@@ -91,7 +95,8 @@ TEST(FsCrashDiscard, EveryCrashStateWithOnlineDiscardKeepsFsyncedFilesAndNoStale
 // before the transaction that marks the blocks written, or a crash state
 // shows a block's old bytes where the file should read zeros or the write.
 TEST(FsCrashPreallocated, EveryCrashStateOfWritesIntoUnwrittenExtentsKeepsFsyncedFilesAndNoStaleData) {
-  const crash::RunResult r = crash::RunCrashTest({.seed = 1, .ops = kOneSeedOps, .preallocate = true});
+  const crash::RunResult r =
+      crash::RunCrashTest({.seed = 1, .ops = kOneSeedOps, .samples = kOneSeedSamples, .preallocate = true});
   ExpectPasses(r);
 }
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FsCrash);  // no seeds under TSan

@@ -191,10 +191,10 @@ TEST(UninitAgCrash, EveryCrashStateOfMakingMapBlocksRealRecoversCleanly) {
   // mount and a check, five and ten times dearer there.  Under TSan, then
   // every fourth of those states: what it watches, a mount's threads, is
   // the same in each.
-  auto states = crash::PlanCrashStates(
-      **rec, {.seed = 1, .samples = 20, .every_prefix = true,
-              .prefix_stride = static_cast<std::size_t>(walfs::testing::ForBuild({.full = 1, .address = 2, .thread = 4})),
-              .state_stride = static_cast<std::size_t>(walfs::testing::ForBuild({.full = 1, .address = 1, .thread = 4}))});
+  const auto prefix_stride = static_cast<std::size_t>(walfs::testing::ForBuild({.full = 1, .address = 2, .thread = 4}));
+  const auto state_stride = static_cast<std::size_t>(walfs::testing::ForBuild({.full = 1, .address = 1, .thread = 4}));
+  auto states = crash::PlanCrashStates(**rec, {.seed = 1, .samples = 20, .every_prefix = true,
+                                               .prefix_stride = prefix_stride, .state_stride = state_stride});
   ASSERT_TRUE(states.ok()) << states.status().ToString();
   ASSERT_GT(states->size(), 10u);
   int made_real = 0;

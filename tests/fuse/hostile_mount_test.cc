@@ -41,23 +41,33 @@ class HostileMount : public ::testing::Test {
   }
 
   // A base image damaged in one block of `kind`: the first seed from 1 that
-  // changes it.
+  // changes it.  Each flavour keeps one copy of its base to damage, and the
+  // damaged block is copied back after each try (a fresh copy of the image
+  // a try was most of the suite's time under TSan).
   void WriteDamaged(Flavour flavour, BlockKind kind, std::string* what) {
     static const hostile::BaseImage* bases[2] = {};
+    static std::vector<std::byte>* scratch[2] = {};
     const hostile::BaseImage*& base = bases[static_cast<int>(flavour)];
+    std::vector<std::byte>*& image = scratch[static_cast<int>(flavour)];
     if (base == nullptr) {
       auto b = hostile::BuildBaseImage(flavour);
       ASSERT_TRUE(b.ok()) << b.status().ToString();
       base = new hostile::BaseImage(std::move(b).value());
+      image = new std::vector<std::byte>(base->image);
     }
     for (std::uint64_t seed = 1;; ++seed) {
-      std::vector<std::byte> image = base->image;
-      const hostile::Mutation m = hostile::Mutate(*base, seed, &image, static_cast<int>(kind));
+      const hostile::Mutation m = hostile::Mutate(*base, seed, image, static_cast<int>(kind));
+      bool written = false;
+      if (m.changed) {
+        *what = m.description;
+        std::ofstream out(mount_.image(), std::ios::binary | std::ios::trunc);
+        out.write(reinterpret_cast<const char*>(image->data()), static_cast<std::streamsize>(image->size()));
+        written = static_cast<bool>(out);
+      }
+      std::copy_n(base->image.begin() + static_cast<std::ptrdiff_t>(m.offset), m.length,
+                  image->begin() + static_cast<std::ptrdiff_t>(m.offset));
       if (!m.changed) continue;
-      *what = m.description;
-      std::ofstream out(mount_.image(), std::ios::binary | std::ios::trunc);
-      out.write(reinterpret_cast<const char*>(image.data()), static_cast<std::streamsize>(image.size()));
-      ASSERT_TRUE(static_cast<bool>(out));
+      ASSERT_TRUE(written) << mount_.image();
       return;
     }
   }

@@ -539,6 +539,8 @@ std::string ReadFile(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   EXPECT_NE(fd, -1) << path << ": " << strerrorname_np(errno);
   if (fd < 0) return out;
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && st.st_size > 0) out.reserve(static_cast<std::size_t>(st.st_size));
   char buf[65536];
   ssize_t n;
   while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, n);

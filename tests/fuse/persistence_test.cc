@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstring>
 #include <string>
 
 #include "tests/fuse/mount_fixture.h"
@@ -22,6 +23,41 @@ std::string Data(size_t len, int seed) {
   std::string s(len, '\0');
   for (size_t i = 0; i < len; ++i) s[i] = static_cast<char>(i * 7 + seed + (i >> 12));
   return s;
+}
+
+// The whole of a file read in 1 MiB pieces: how many bytes, where the
+// first that is not zero is (or -1), and the bytes from there on.  Holding
+// a 256 MiB file in one string, the spec spent 22 s of its 24 under TSan
+// growing and scanning the string, not in walfs.
+struct SparseRead {
+  off_t bytes = 0;
+  off_t first_nonzero = -1;
+  std::string tail;
+};
+
+SparseRead ReadSparse(const std::string& path) {
+  SparseRead r;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  EXPECT_NE(fd, -1) << path << ": " << strerrorname_np(errno);
+  if (fd < 0) return r;
+  const std::string zeros(kMiB, '\0');
+  std::string buf(kMiB, '\0');
+  ssize_t n;
+  while ((n = read(fd, buf.data(), buf.size())) > 0) {
+    const char* p = buf.data();
+    if (r.first_nonzero >= 0) {
+      r.tail.append(p, n);
+    } else if (std::memcmp(p, zeros.data(), n) != 0) {  // one call, not a byte at a time
+      ssize_t i = 0;
+      while (p[i] == '\0') ++i;
+      r.first_nonzero = r.bytes + i;
+      r.tail.assign(p + i, n - i);
+    }
+    r.bytes += n;
+  }
+  EXPECT_EQ(n, 0) << path << ": " << strerrorname_np(errno);
+  close(fd);
+  return r;
 }
 
 class Persistence : public MountedFs {
@@ -99,9 +135,10 @@ TEST_F(Persistence, NamesDataLinksXattrsAndTimesSurviveARemount) {
   EXPECT_TRUE(S_ISFIFO(Stat("fifo").st_mode));
   EXPECT_EQ(Stat("sparse").st_size, 256 * kMiB + 3);
   EXPECT_LE(Stat("sparse").st_blocks * 512, kMiB);
-  const std::string sparse = ReadFile(Path("sparse"));
-  EXPECT_EQ(sparse.substr(256 * kMiB), "end");
-  EXPECT_EQ(sparse.find_first_not_of('\0'), static_cast<size_t>(256 * kMiB));
+  const SparseRead sparse = ReadSparse(Path("sparse"));
+  EXPECT_EQ(sparse.bytes, 256 * kMiB + 3);
+  EXPECT_EQ(sparse.first_nonzero, 256 * kMiB);
+  EXPECT_EQ(sparse.tail, "end");
 }
 
 TEST_F(Persistence, RemovalsAndRenamesSurviveARemount) {

@@ -138,6 +138,8 @@ Mutation Mutate(const BaseImage& base, std::uint64_t seed, std::vector<std::byte
   const std::vector<MetaBlock>& targets = base.blocks[static_cast<int>(m.kind)];
   const MetaBlock& t = targets[Below(rng, targets.size())];
   m.blkno = t.blkno;
+  m.offset = t.offset;
+  m.length = t.length;
   std::span<std::byte> block(image->data() + t.offset, t.length);
   std::string what;
 
@@ -185,6 +187,8 @@ Mutation FlipOneByte(const BaseImage& base, std::uint64_t seed, std::vector<std:
   const std::vector<MetaBlock>& targets = base.blocks[static_cast<int>(m.kind)];
   const MetaBlock& t = targets[Below(rng, targets.size())];
   m.blkno = t.blkno;
+  m.offset = t.offset;
+  m.length = t.length;
   // The superblock's checksummed bytes only: the rest of block 0 is unused.
   const std::uint64_t span = m.kind == BlockKind::kSuperblock ? fs::format::kSuperSize : t.length;
   const std::uint64_t at = Below(rng, span);

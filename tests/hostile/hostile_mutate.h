@@ -36,6 +36,10 @@ struct Mutation {
   BlockKind kind = BlockKind::kSuperblock;
   MutationOp op = MutationOp::kFlipBits;
   std::uint64_t blkno = 0;
+  // The damaged block's bytes in the image: nothing outside them changed,
+  // so copying them back from the base undoes the mutation.
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
   bool resealed = false;
   bool payload = false;    // kLogRecord, resealed: the payload changed (a forged record), not the header
   bool changed = false;    // the image differs from the base
