@@ -13,46 +13,19 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "base/crc32c.h"
 #include "tests/fuse/mount_fixture.h"
+#include "tests/tools/file_digest.h"
 #include "tests/tools/tool_run.h"
 #include "tests/unwritable_file.h"
 
 namespace walfs::testing {
 namespace {
-
-// An image's length and CRC32C, read 1 MiB at a time.  Holding the 64 MiB
-// image twice and comparing the copies cost TSan about 3 s a spec, most of
-// the suite; any write walfs made (a superblock, a log sector) changes the
-// CRC.
-struct ImageDigest {
-  std::uint64_t bytes = 0;
-  std::uint32_t crc = 0;
-  bool operator==(const ImageDigest&) const = default;
-};
-
-ImageDigest DigestOf(const std::string& path) {
-  ImageDigest d;
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  EXPECT_NE(fd, -1) << path << ": " << strerrorname_np(errno);
-  if (fd < 0) return d;
-  std::vector<char> buf(1 << 20);
-  ssize_t n;
-  while ((n = read(fd, buf.data(), buf.size())) > 0) {
-    d.crc = crc32c::Extend(d.crc, buf.data(), static_cast<std::size_t>(n));
-    d.bytes += static_cast<std::uint64_t>(n);
-  }
-  EXPECT_EQ(n, 0) << path << ": " << strerrorname_np(errno);
-  close(fd);
-  return d;
-}
 
 class ReadOnlyImageMount : public ::testing::Test {
  protected:
@@ -86,15 +59,15 @@ class ReadOnlyImageMount : public ::testing::Test {
   bool MakeUnwritable() {
     unwritable_ = std::make_unique<UnwritableFile>(mount_.image());
     skip_ = unwritable_->why_not();
-    if (skip_.empty()) before_ = DigestOf(mount_.image());
+    if (skip_.empty()) before_ = DigestOfFile(mount_.image());
     return skip_.empty();
   }
-  void ExpectUnchanged() { EXPECT_TRUE(DigestOf(mount_.image()) == before_) << "the image changed"; }
+  void ExpectUnchanged() { EXPECT_TRUE(DigestOfFile(mount_.image()) == before_) << "the image changed"; }
 
   WalfsMount mount_{MountConfig{.image_size = "64m"}};
   std::unique_ptr<UnwritableFile> unwritable_;  // after mount_: undone before it goes
   std::string skip_;
-  ImageDigest before_;
+  FileDigest before_;
 };
 
 TEST_F(ReadOnlyImageMount, RoNorecoveryListsAndReadsTheFilesOfAnUnwritableImage) {

@@ -17,7 +17,7 @@
 #include "journal/log.h"
 #include "journal/log_head.h"
 #include "journal/log_reader.h"
-#include "tests/tools/file_bytes.h"
+#include "tests/tools/file_digest.h"
 #include "tests/tools/tool_run.h"
 
 namespace walfs {
@@ -108,11 +108,11 @@ class FsckWalfs : public ::testing::Test {
 
 // -L on an image whose log is clean has nothing to lose and leaves it.
 TEST_F(FsckWalfs, ZeroingACleanLogDoesNothing) {
-  const std::string before = testing::FileBytes(image_);
+  const testing::FileDigest before = testing::DigestOfFile(image_);
   ToolRun r = Sh(Fsck("-L " + image_));
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(r.out.find("zeroed"), std::string::npos) << r.out;
-  EXPECT_TRUE(testing::FileBytes(image_) == before) << "-L rewrote a clean log";
+  EXPECT_TRUE(testing::DigestOfFile(image_) == before) << "-L rewrote a clean log";
   EXPECT_EQ(Sh(Fsck("-n -L " + image_)).exit_code, 16);
 }
 
@@ -228,7 +228,7 @@ TEST_F(FsckWalfs, Fsck8RunsItForTypeWalfs) {
 
 TEST_F(FsckWalfs, CheckOnlySaysTheLogNeedsReplayAndChecksTheImageAsItWouldLeaveIt) {
   MountWriteAndCrash();
-  const std::string before = testing::FileBytes(image_);
+  const testing::FileDigest before = testing::DigestOfFile(image_);
   ToolRun n = Sh(Fsck("-n " + image_));
   EXPECT_EQ(n.exit_code, 4) << n.out;
   EXPECT_NE(n.out.find("the log holds "), std::string::npos) << n.out;
@@ -238,7 +238,7 @@ TEST_F(FsckWalfs, CheckOnlySaysTheLogNeedsReplayAndChecksTheImageAsItWouldLeaveI
   // The root, d and d/f: not the "0 inodes in use" of an unreplayed image.
   EXPECT_NE(n.out.find("3 inodes in use (2 directories)"), std::string::npos) << n.out;
   EXPECT_NE(n.out.find("1 problem(s), 0 repaired, 1 left"), std::string::npos) << n.out;
-  EXPECT_TRUE(testing::FileBytes(image_) == before) << "fsck -n changed the image";
+  EXPECT_TRUE(testing::DigestOfFile(image_) == before) << "fsck -n changed the image";
   EXPECT_NE(MountSays().find("log recovered"), std::string::npos) << "the log is still to replay";
 }
 

@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "fs/filesystem.h"
-#include "tests/tools/file_bytes.h"
+#include "tests/tools/file_digest.h"
 #include "tests/tools/tool_run.h"
 #include "tests/unwritable_file.h"
 
@@ -46,11 +46,11 @@ class ReadOnlyImage : public ::testing::Test {
   bool MakeUnwritable() {
     unwritable_ = std::make_unique<testing::UnwritableFile>(image_);
     skip_ = unwritable_->why_not();
-    if (skip_.empty()) before_ = testing::FileBytes(image_);
+    if (skip_.empty()) before_ = testing::DigestOfFile(image_);
     return skip_.empty();
   }
   // The image holds what it held when it was made unwritable.
-  void ExpectUnchanged() { EXPECT_TRUE(testing::FileBytes(image_) == before_) << "the image changed"; }
+  void ExpectUnchanged() { EXPECT_TRUE(testing::DigestOfFile(image_) == before_) << "the image changed"; }
 
   // Mounts in this process, makes "d/f", fsyncs and drops the Filesystem
   // without unmounting: the log holds transactions still to be replayed.
@@ -68,7 +68,8 @@ class ReadOnlyImage : public ::testing::Test {
   }
 
   std::string image_;
-  std::string skip_, before_;
+  std::string skip_;
+  testing::FileDigest before_;
   std::unique_ptr<testing::UnwritableFile> unwritable_;
 };
 

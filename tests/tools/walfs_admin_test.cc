@@ -15,7 +15,7 @@
 #include "fs/filesystem.h"
 #include "fs/format/superblock_format.h"
 #include "fs/super.h"
-#include "tests/tools/file_bytes.h"
+#include "tests/tools/file_digest.h"
 #include "tests/tools/tool_run.h"
 
 namespace walfs {
@@ -173,7 +173,7 @@ TEST_F(WalfsAdmin, CombinedFlagsRunInTheOrderGiven) {
 }
 
 TEST_F(WalfsAdmin, RefusesAnImageInUseNamingTheHolder) {
-  const std::string before = testing::FileBytes(image_);
+  const testing::FileDigest before = testing::DigestOfFile(image_);
   {
     auto held = FileDevice::Open(image_, {.exclusive = true});  // as a running daemon holds it
     ASSERT_TRUE(held.ok());
@@ -184,7 +184,7 @@ TEST_F(WalfsAdmin, RefusesAnImageInUseNamingTheHolder) {
       EXPECT_EQ(Lines(r.out), 1) << r.out;
     }
   }
-  EXPECT_TRUE(testing::FileBytes(image_) == before) << "a refused walfs-admin changed the image";
+  EXPECT_TRUE(testing::DigestOfFile(image_) == before) << "a refused walfs-admin changed the image";
 }
 
 // Not walfs, a damaged superblock, no such file: exit 1, one line, no crash.
@@ -205,19 +205,19 @@ TEST_F(WalfsAdmin, RefusesWhatIsNotAWalfsImage) {
   EXPECT_NE(m.out.find("No such file"), std::string::npos) << m.out;
   // One byte of the label flipped: the CRC no longer matches.
   ASSERT_EQ(Sh("printf Z | dd of=" + image_ + " bs=1 seek=150 conv=notrunc status=none").exit_code, 0);
-  const std::string damaged = testing::FileBytes(image_);
+  const testing::FileDigest damaged = testing::DigestOfFile(image_);
   for (const std::string args : {"-l ", "-U generate "}) {
     ToolRun r = Sh(Admin(args + image_));
     EXPECT_EQ(r.exit_code, 1) << r.out;
     EXPECT_NE(r.out.find("superblock CRC"), std::string::npos) << r.out;
     EXPECT_EQ(Lines(r.out), 1) << r.out;
   }
-  EXPECT_TRUE(testing::FileBytes(image_) == damaged);
+  EXPECT_TRUE(testing::DigestOfFile(image_) == damaged);
 }
 
 // A bad argument is a usage error (exit 2) before the image is opened.
 TEST_F(WalfsAdmin, BadArgumentsAreUsageErrors) {
-  const std::string before = testing::FileBytes(image_);
+  const testing::FileDigest before = testing::DigestOfFile(image_);
   struct Case {
     std::string args, says;
   };
@@ -237,7 +237,7 @@ TEST_F(WalfsAdmin, BadArgumentsAreUsageErrors) {
     EXPECT_NE(r.out.find("see walfs-admin --help"), std::string::npos) << c.args << ": " << r.out;
     EXPECT_EQ(Lines(r.out), 1) << c.args << ": " << r.out;
   }
-  EXPECT_TRUE(testing::FileBytes(image_) == before) << "a usage error changed the image";
+  EXPECT_TRUE(testing::DigestOfFile(image_) == before) << "a usage error changed the image";
 }
 
 // A log still to be replayed holds changes made under the superblock as it
@@ -245,7 +245,7 @@ TEST_F(WalfsAdmin, BadArgumentsAreUsageErrors) {
 // printing does not.
 TEST_F(WalfsAdmin, RefusesAChangeUntilTheLogIsReplayed) {
   MountWriteAndCrash();
-  const std::string before = testing::FileBytes(image_);
+  const testing::FileDigest before = testing::DigestOfFile(image_);
   for (const std::string args : {"-L other ", "-U generate "}) {
     ToolRun r = Sh(Admin(args + image_));
     EXPECT_EQ(r.exit_code, 1) << r.out;
@@ -254,7 +254,7 @@ TEST_F(WalfsAdmin, RefusesAChangeUntilTheLogIsReplayed) {
         << r.out;
     EXPECT_EQ(Lines(r.out), 1) << r.out;
   }
-  EXPECT_TRUE(testing::FileBytes(image_) == before);
+  EXPECT_TRUE(testing::DigestOfFile(image_) == before);
   EXPECT_EQ(Sh(Admin("-l " + image_)).out, "label = \"data\"\n");
   ToolRun replayed = Sh(Fsck(image_));
   ASSERT_EQ(replayed.exit_code, 0) << replayed.out;
