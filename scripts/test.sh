@@ -43,7 +43,8 @@
 #     Dir.AHugeDirectory... entries      100,000 -> 20,000 -> 10,000
 #     walfs_crashtest_quick (random      --ops 200 --samples 16; tsan
 #     workload; seq-1 is FsCrashShort)   --ops 100 --samples 8
-#     FsCrashDiscard, FsCrashPreallocated 400 -> 200 -> 100 operations
+#     FsCrashDiscard, FsCrashPreallocated 400 -> 200 -> 100 operations;
+#                                        reordered samples 40 -> 40 -> 8
 #     UninitAgCrash, FsckRepairCrash     every prefix -> every 2nd -> every
 #                                        4th (and each ending at a flush);
 #                                        under tsan then every 4th of those

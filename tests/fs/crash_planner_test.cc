@@ -28,10 +28,12 @@ std::unique_ptr<RecordingDevice> Recorded(MemoryDevice* disk) {
   return std::move(rec).value();
 }
 
-std::vector<std::size_t> Prefixes(const std::vector<CrashState>& states) {
+// The prefixes of the states of one kind (prefix states by default).
+std::vector<std::size_t> Prefixes(const std::vector<CrashState>& states,
+                                  CrashState::Kind kind = CrashState::Kind::kPrefix) {
   std::vector<std::size_t> out;
   for (const CrashState& s : states)
-    if (s.kind == CrashState::Kind::kPrefix) out.push_back(s.prefix);
+    if (s.kind == kind) out.push_back(s.prefix);
   return out;
 }
 
@@ -69,13 +71,6 @@ TEST(CrashPlanner, AStrideOfZeroMeansEveryPrefix) {
   EXPECT_EQ(Prefixes(*states).size(), 11u);
 }
 
-std::vector<std::size_t> Torn(const std::vector<CrashState>& states) {
-  std::vector<std::size_t> out;
-  for (const CrashState& s : states)
-    if (s.kind == CrashState::Kind::kTorn) out.push_back(s.prefix);
-  return out;
-}
-
 TEST(CrashPlanner, AStateStrideKeepsEveryNthStateOfEachKindAndTheWholeRecording) {
   MemoryDevice disk(1 << 20);
   auto rec = Recorded(&disk);
@@ -86,7 +81,7 @@ TEST(CrashPlanner, AStateStrideKeepsEveryNthStateOfEachKindAndTheWholeRecording)
   // The flush prefixes: 6 and the torn 5 (the flush at op 5); no flush ends
   // the run, so its whole prefix is not planned either way.
   EXPECT_EQ(Prefixes(*thin), Prefixes(*all));
-  EXPECT_EQ(Torn(*thin), Torn(*all));
+  EXPECT_EQ(Prefixes(*thin, CrashState::Kind::kTorn), Prefixes(*all, CrashState::Kind::kTorn));
   // Samples 0 and 3 of the six.
   std::vector<std::string> want, got;
   int k = 0;
