@@ -24,10 +24,9 @@
 # default for CMAKE_UNITY_BUILD_BATCH_SIZE, CMake's is eight; a clean gcc
 # build on 2 cores: 629 -> 537 CPU-s, 325 -> 278 s, and a whole target a
 # unit saved no more), so one file's anonymous-namespace helpers meet its
-# neighbours'.  A helper that
-# two files need has one home in a header (base/stat_counter.h,
-# base/splitmix.h, tests/base/byte_pattern.h, ...); a spec file whose own
-# constants would clash (kSectors of different logs) keeps its names in a
+# neighbours'.  A helper that two files need has one home in a header
+# (base/stat_counter.h, base/splitmix.h, tests/base/byte_pattern.h, ...);
+# a spec file whose own constants would clash (kSectors of different logs) keeps its names in a
 # namespace named after the file.  The whole tree is checked with
 # -DCMAKE_UNITY_BUILD_BATCH_SIZE=0 (every target one unit, so any batching
 # compiles).
