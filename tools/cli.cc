@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -111,33 +112,65 @@ std::optional<int> Parse(CLI::App& app, int argc, char** argv, int usage_exit) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // CLI11's own text is one line ("The following argument was not
-    // expected: -q"); its help dump after it is not printed.
-    std::string what = e.what();
-    // CLI11 checks required arguments before unknown ones: `prog --bogus`
-    // would say "MNT is required" about a command line whose mistake is
-    // --bogus.  Name an unknown option first (apps without subcommands,
-    // whose options are all the app's own).
-    if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && app.get_subcommands({}).empty()) {
-      for (int i = 1; i < argc; ++i) {
-        const std::string_view arg = argv[i];
-        if (arg == "--") break;
-        if (arg.size() < 2 || arg[0] != '-' || (arg[1] >= '0' && arg[1] <= '9')) continue;
-        const std::string name = arg[1] == '-' ? std::string(arg.substr(0, arg.find('='))) : std::string(arg.substr(0, 2));
-        if (app.get_option_no_throw(name) == nullptr) {
-          what = fmt::format("The following argument was not expected: {}", arg);
-          break;
-        }
-      }
-    }
-    while (!what.empty() && (what.back() == '\n' || what.back() == '.')) what.pop_back();
-    for (char& c : what)
-      if (c == '\n') c = ' ';
     std::string program = app.get_name();
     if (program.empty() && argc > 0) program = argv[0];
     if (const auto slash = program.rfind('/'); slash != std::string::npos) program = program.substr(slash + 1);
-    return UsageError(program, what, usage_exit);
+    return UsageError(program, ParseErrorText(app, e, argc, argv), usage_exit);
   }
+}
+
+namespace {
+
+// The first option on the command line that neither the app nor the
+// subcommand it stands under (nor that one's parents) knows; empty if none.
+// The scan ends at "--" and at the first positional word that names no
+// subcommand: after it an option may be the positional's own (a program
+// walfs-trace record runs, with its arguments).
+std::string FirstUnknownOption(const CLI::App& app, int argc, char** argv) {
+  std::vector<const CLI::App*> scope{&app};
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg.empty() || arg[0] != '-') {
+      const std::string word(arg);
+      const std::vector<const CLI::App*> sub = scope.back()->get_subcommands(
+          [&word](const CLI::App* a) { return !a->get_name().empty() && a->check_name(word); });
+      if (sub.empty()) break;
+      scope.push_back(sub.front());
+      continue;
+    }
+    if (arg.size() < 2 || (arg[1] >= '0' && arg[1] <= '9')) continue;  // "-", a negative number
+    const bool is_long = arg[1] == '-';
+    const std::string name = is_long ? std::string(arg.substr(0, arg.find('='))) : std::string(arg.substr(0, 2));
+    const CLI::Option* known = nullptr;
+    for (const CLI::App* a : scope)
+      if (known == nullptr) known = a->get_option_no_throw(name);
+    if (known == nullptr) return std::string(arg);
+    // "--mount /mnt", "-o out": the next word is the option's value.
+    const bool value_attached = is_long ? arg.find('=') != std::string_view::npos : arg.size() > 2;
+    if (known->get_items_expected_min() > 0 && !value_attached) ++i;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  // CLI11's own text is one line ("The following argument was not
+  // expected: -q"); its help dump after it is not printed.
+  std::string what = e.what();
+  // CLI11 checks required arguments before unknown ones: `prog --bogus`
+  // would say "MNT is required" (and `walfs-trace record --mount M --bogus`
+  // "--output is required") about a command line whose mistake is --bogus.
+  // Name an unknown option first.
+  if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
+    if (std::string unknown = FirstUnknownOption(app, argc, argv); !unknown.empty())
+      what = fmt::format("The following argument was not expected: {}", unknown);
+  }
+  while (!what.empty() && (what.back() == '\n' || what.back() == '.')) what.pop_back();
+  for (char& c : what)
+    if (c == '\n') c = ' ';
+  return what;
 }
 
 std::string ReadSmallFile(const std::filesystem::path& path) {

@@ -37,6 +37,12 @@ void AddVersion(CLI::App& app, std::string_view program);
 // usage error, printed as "PROGRAM: WHAT; see PROGRAM --help" on stderr.
 std::optional<int> Parse(CLI::App& app, int argc, char** argv, int usage_exit = kUsageExit);
 
+// The one-line text of a parse error, as Parse prints it: CLI11's message,
+// or, when CLI11 stopped at a missing required argument, the first option
+// that the app (or the subcommand it names) does not know, which is the
+// mistake.  For a program that reports usage errors itself (walfs-aim).
+std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& e, int argc, char** argv);
+
 // An option check: a whole number of at least `min` ("must be a whole
 // number of at least 1, not 0"), unlike CLI::PositiveNumber, whose message
 // prints the largest double.

@@ -103,7 +103,8 @@ Result<ParsedArgs> ParseArgs(const std::vector<std::string>& args) {
     parsed.help_text = cli::VersionText("walfs-aim") + "\n";
     return parsed;
   } catch (const CLI::ParseError& e) {
-    return Status::InvalidArgument(e.what());
+    return Status::InvalidArgument(cli::ParseErrorText(app, e, static_cast<int>(argv.size()),
+                                                       const_cast<char**>(argv.data())));
   }
   if (o.quick) {
     if (app.count("--startusers") == 0) o.start_users = 1;

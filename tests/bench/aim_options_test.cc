@@ -86,5 +86,16 @@ TEST(AimOptions, UsageErrorsAreInvalidArgument) {
   }
 }
 
+TEST(AimOptions, AnUnknownOptionIsNamedBeforeAMissingDir) {
+  // `walfs-aim --bogus` said "DIR is required": CLI11 checks required
+  // arguments first, but the mistake on that command line is --bogus.
+  auto p = Parse({"--bogus"});
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("not expected: --bogus"), std::string::npos) << p.status().message();
+  p = Parse({});
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("DIR is required"), std::string::npos) << p.status().message();
+}
+
 }  // namespace
 }  // namespace walfs::bench::aim

@@ -114,6 +114,10 @@ TEST(EveryProgram, BadValuesAreUsageErrorsNamingTheOption) {
       {"walfs-growfs --bogus", "not expected: --bogus", 2},
       {"fsck.walfs -x", "not expected: -x", 16},
       {"walfs-admin --bogus=1", "not expected: --bogus=1", 2},
+      {"walfs-aim --bogus", "not expected: --bogus", 2},
+      // ... under a subcommand too, whose required --output is missing.
+      {"walfs-trace record --mount /mnt --bogus", "not expected: --bogus", 2},
+      {"walfs-trace record --mount /mnt", "--output is required", 2},
       {"walfs-growfs /mnt 10x", "unknown unit", 2},
       {"walfs-growfs /mnt 0", "SIZE must be above 0", 2},
       // The mount program (tests/fuse/mount_options_test.cc has the rest).
