@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
                           Cell(r.cpu_seconds, 2),
                           r.sequence.empty() ? std::string("-") : r.sequence};
     table.AddRow(row);
-    row.push_back(FirstLine(r.first_error));
+    row.emplace_back(FirstLine(r.first_error));
     rows.AddRow(row);
     fmt::print("{:>6} seed {:>5}: {:>5} crash states in {:6.2f} s{}\n", walfs::crash::WorkloadName(r.workload),
                r.seed, r.crash_states, r.seconds, r.ok() ? "" : "  FAILED");
