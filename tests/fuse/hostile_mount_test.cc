@@ -56,7 +56,7 @@ class HostileMount : public ::testing::Test {
       image = new std::vector<std::byte>(base->image);
     }
     for (std::uint64_t seed = 1;; ++seed) {
-      const hostile::Mutation m = hostile::Mutate(*base, seed, image, static_cast<int>(kind));
+      const hostile::Mutation m = hostile::Mutate(*base, seed, *image, static_cast<int>(kind));
       bool written = false;
       if (m.changed) {
         *what = m.description;

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -266,12 +268,31 @@ Result<BaseImage> BuildBaseImage(Flavour flavour) {
   WALFS_ASSIGN_OR_RETURN(base.sb, Check(fs::format::DecodeSuperblock(sbb, kImageBytes), "superblock"));
   (void)sb;
   base.image = dev->Contents();
+  WALFS_ASSIGN_OR_RETURN(base.frozen, Check(FrozenImage::Make(base.image.size(),
+                                                              [&](std::byte* p) {
+                                                                std::copy(base.image.begin(), base.image.end(), p);
+                                                                return Status::Ok();
+                                                              }),
+                                            "freezing the image"));
   Catalogue(&base, dev.get());
   for (int k = 0; k < kBlockKinds; ++k)
     if (base.blocks[k].empty())
       return Status::Internal(fmt::format("the {} base image has no {} block to mutate", FlavourName(flavour),
                                           BlockKindName(static_cast<BlockKind>(k))));
   return base;
+}
+
+std::unique_ptr<MemoryDevice> DamagedImage::Device() const {
+  const ImagePatch patch{.offset = offset, .bytes = bytes};
+  return std::make_unique<MemoryDevice>(base, std::span<const ImagePatch>(&patch, 1));
+}
+
+ScratchImage::ScratchImage(const BaseImage& base)
+    : base_(base.frozen), size_(base.frozen->size()), view_(base.frozen->MapPrivate()) {}
+
+DamagedImage ScratchImage::Damaged(std::uint64_t offset, std::uint64_t length) const {
+  if (offset > size_ || length > size_ - offset) std::abort();  // a mutator's range outside the image: a bug
+  return DamagedImage{.base = base_, .offset = offset, .bytes = std::vector<std::byte>(view_.get() + offset, view_.get() + offset + length)};
 }
 
 }  // namespace walfs::hostile

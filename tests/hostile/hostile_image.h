@@ -16,10 +16,14 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/block_device_memory.h"
+#include "base/frozen_image.h"
 #include "base/status.h"
 #include "fs/format/superblock_format.h"
 
@@ -72,6 +76,10 @@ struct LogStep {
 struct BaseImage {
   Flavour flavour = Flavour::kClean;
   std::vector<std::byte> image;
+  // The same bytes, sealed: what rounds make their devices from, copy on
+  // write (a round costs the pages it writes, not a copy of the image: under
+  // TSan three 24 MiB copies a round were most of the campaigns' time).
+  std::shared_ptr<const FrozenImage> frozen;
   fs::format::Superblock sb;
   std::array<std::vector<MetaBlock>, kBlockKinds> blocks;
   std::uint64_t big_dir_ino = 0, extent_file_ino = 0, xattr_file_ino = 0;
@@ -79,6 +87,37 @@ struct BaseImage {
 };
 
 inline constexpr std::uint64_t kImageBytes = 24ull << 20;
+
+// An image damaged by a mutator, as the base's frozen bytes and the range
+// the mutator may have changed.  Each Device() is a fresh copy-on-write
+// device holding it: a round's fsck, mount and repair each get their own.
+struct DamagedImage {
+  std::shared_ptr<const FrozenImage> base;
+  std::uint64_t offset = 0;
+  std::vector<std::byte> bytes;  // the image's bytes from offset on, as damaged
+
+  std::unique_ptr<MemoryDevice> Device() const;
+};
+
+// A private writable view of a base image (copy on write: only the pages a
+// mutator touches are copied), for a mutator to damage:
+//
+//   ScratchImage scratch(base);
+//   Mutation m = Mutate(base, seed, scratch.bytes());
+//   DamagedImage damaged = scratch.Damaged(m.offset, m.length);
+class ScratchImage {
+ public:
+  explicit ScratchImage(const BaseImage& base);
+  std::span<std::byte> bytes() { return {view_.get(), size_}; }
+  // The image as damaged, where the mutator changed nothing outside bytes
+  // [offset, offset + length).
+  DamagedImage Damaged(std::uint64_t offset, std::uint64_t length) const;
+
+ private:
+  std::shared_ptr<const FrozenImage> base_;
+  std::size_t size_;
+  Mapping view_;
+};
 
 Result<BaseImage> BuildBaseImage(Flavour flavour);
 

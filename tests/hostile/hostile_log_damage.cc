@@ -114,7 +114,7 @@ std::string RestampCycle(Rng& rng, std::span<std::byte> sector, bool header) {
 
 }  // namespace
 
-LogMutation MutateLog(const BaseImage& base, std::uint64_t seed, std::vector<std::byte>* image, int kind) {
+LogMutation MutateLog(const BaseImage& base, std::uint64_t seed, std::span<std::byte> image, int kind) {
   Rng rng(seed * 0xbf58476d1ce4e5b9ull + 7);
   LogMutation m;
   m.kind = static_cast<LogDamageKind>(kind >= 0 ? kind : static_cast<int>(Below(rng, kLogDamageKinds)));
@@ -123,7 +123,7 @@ LogMutation MutateLog(const BaseImage& base, std::uint64_t seed, std::vector<std
   // active log (the middle of it, or the head again).
   const bool pick_head = (rng() & 1) != 0 || m.kind == LogDamageKind::kHeadCrc;
   const MetaBlock& rec = pick_head ? records.back() : records[Below(rng, records.size())];
-  std::span<std::byte> bytes(image->data() + rec.offset, rec.length);
+  std::span<std::byte> bytes = image.subspan(rec.offset, rec.length);
   const std::size_t sectors = rec.length / kSector;
   const std::uint64_t log_end = records.back().offset + records.back().length;  // the head before the damage
   std::string what;
@@ -145,7 +145,7 @@ LogMutation MutateLog(const BaseImage& base, std::uint64_t seed, std::vector<std
       const std::size_t cut = sectors > 1 ? 1 + Below(rng, sectors - 1) : 0;
       std::memset(bytes.data() + cut * kSector, 0, (sectors - cut) * kSector);
       const std::uint64_t after = rec.offset + rec.length;
-      std::memset(image->data() + after, 0, log_end - after);
+      std::memset(image.data() + after, 0, log_end - after);
       what = fmt::format("torn after {} of {} sectors, the {} bytes after it never written", cut, sectors,
                          log_end - after);
       break;
@@ -153,7 +153,7 @@ LogMutation MutateLog(const BaseImage& base, std::uint64_t seed, std::vector<std
     case LogDamageKind::kZeroSectors: {
       const std::uint64_t first = rec.offset + Below(rng, sectors) * kSector;
       const std::uint64_t n = std::min<std::uint64_t>(1 + Below(rng, 8), (log_end - first) / kSector);
-      std::memset(image->data() + first, 0, n * kSector);
+      std::memset(image.data() + first, 0, n * kSector);
       what = fmt::format("{} sectors zeroed from sector {} of the record", n, (first - rec.offset) / kSector);
       break;
     }
@@ -170,14 +170,23 @@ LogMutation MutateLog(const BaseImage& base, std::uint64_t seed, std::vector<std
   // Where the damage begins decides which steps a recovery must keep.
   const MetaBlock* first = nullptr;
   for (const MetaBlock& r : records) {
-    if (!std::equal(image->begin() + static_cast<std::ptrdiff_t>(r.offset),
-                    image->begin() + static_cast<std::ptrdiff_t>(r.offset + r.length),
+    if (!std::equal(image.begin() + static_cast<std::ptrdiff_t>(r.offset),
+                    image.begin() + static_cast<std::ptrdiff_t>(r.offset + r.length),
                     base.image.begin() + static_cast<std::ptrdiff_t>(r.offset))) {
       first = &r;
       break;
     }
   }
   m.changed = first != nullptr;
+  // Every kind writes inside the records (a torn head's zeros end at the
+  // last record's end): the range a copy of the damage needs.
+  std::uint64_t lo = ~std::uint64_t{0}, hi = 0;
+  for (const MetaBlock& r : records) {
+    lo = std::min(lo, r.offset);
+    hi = std::max(hi, r.offset + r.length);
+  }
+  m.offset = lo;
+  m.length = hi - lo;
   m.damaged_lsn = first != nullptr ? first->lsn : ~std::uint64_t{0};
   m.at_head = first == &records.back() || m.kind == LogDamageKind::kTornHead;
   for (const LogStep& s : base.steps) m.steps_before += s.head <= m.damaged_lsn;

@@ -72,10 +72,16 @@ struct LogMutation {
   // Steps whose every record lies before that record: a recovery that
   // replays anything replays them.
   std::size_t steps_before = 0;
+  // The bytes the damage may have changed: from the active log's first
+  // record to its last one's end.
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
   std::string description;
 };
 
-LogMutation MutateLog(const BaseImage& base, std::uint64_t seed, std::vector<std::byte>* image, int kind = -1);
+// `image` as Mutate's (hostile_mutate.h), damaged in place in bytes
+// [m.offset, m.offset + m.length) only: the active log's records.
+LogMutation MutateLog(const BaseImage& base, std::uint64_t seed, std::span<std::byte> image, int kind = -1);
 
 struct LogDamageResult {
   std::uint64_t seed = 0;

@@ -21,8 +21,7 @@ class LogRound {
   LogRound(const BaseImage& base, LogDamageResult* r) : base_(base), r_(r) {}
 
   // (a) A mount replays or refuses, saying what can still be done.
-  void Mount(std::vector<std::byte> image) {
-    MemoryDevice dev(std::move(image));
+  void Mount(MemoryDevice& dev) {
     auto fs = fs::Filesystem::MountDevice(&dev, {.image = {}, .buffer_cache = 1024});
     if (!fs.ok()) {
       r_->mount_error = fs.status().ToString();
@@ -42,8 +41,7 @@ class LogRound {
 
   // (b) norecovery mounts read-only whatever the log holds, and shows the
   // image as last written back: the durable set, none of the steps.
-  void Norecovery(std::vector<std::byte> image) {
-    MemoryDevice dev(std::move(image));
+  void Norecovery(MemoryDevice& dev) {
     auto fs = fs::Filesystem::MountDevice(
         &dev, {.image = {}, .read_only = true, .norecovery = true, .buffer_cache = 1024});
     if (!fs.ok()) {
@@ -63,8 +61,7 @@ class LogRound {
 
   // (c) fsck -L, then a no-modify check that finds nothing, then a
   // read-write mount that keeps the durable set and survives the round.
-  void Repair(std::vector<std::byte> image) {
-    MemoryDevice dev(std::move(image));
+  void Repair(MemoryDevice& dev) {
     auto fixed = fs::CheckImage(&dev, {.replay = true, .repair = true, .clear_and_reconnect = true, .zero_log = true});
     if (!fixed.ok()) {
       Violation("fsck -L could not run: " + fixed.status().ToString());
@@ -173,13 +170,14 @@ class LogRound {
 LogDamageResult RunLogDamageRound(const BaseImage& base, std::uint64_t seed, int kind) {
   LogDamageResult r;
   r.seed = seed;
-  std::vector<std::byte> image = base.image;
-  r.mutation = MutateLog(base, seed, &image, kind);
+  ScratchImage scratch(base);
+  r.mutation = MutateLog(base, seed, scratch.bytes(), kind);
+  const DamagedImage damaged = scratch.Damaged(r.mutation.offset, r.mutation.length);
   Messages::Get().Clear();
   LogRound round(base, &r);
-  round.Mount(image);
-  round.Norecovery(image);
-  round.Repair(std::move(image));
+  round.Mount(*damaged.Device());
+  round.Norecovery(*damaged.Device());
+  round.Repair(*damaged.Device());
   r.messages = Messages::Get().Text();
   return r;
 }

@@ -129,7 +129,7 @@ bool DamageRecordResealed(Rng& rng, MutationOp op, std::span<std::byte> bytes, s
 
 }  // namespace
 
-Mutation Mutate(const BaseImage& base, std::uint64_t seed, std::vector<std::byte>* image, int kind) {
+Mutation Mutate(const BaseImage& base, std::uint64_t seed, std::span<std::byte> image, int kind) {
   Rng rng(seed * 0x9e3779b97f4a7c15ull + 1);
   Mutation m;
   m.kind = static_cast<BlockKind>(kind >= 0 ? kind : static_cast<int>(Below(rng, kBlockKinds)));
@@ -140,7 +140,7 @@ Mutation Mutate(const BaseImage& base, std::uint64_t seed, std::vector<std::byte
   m.blkno = t.blkno;
   m.offset = t.offset;
   m.length = t.length;
-  std::span<std::byte> block(image->data() + t.offset, t.length);
+  std::span<std::byte> block = image.subspan(t.offset, t.length);
   std::string what;
 
   switch (m.kind) {
@@ -179,7 +179,7 @@ Mutation Mutate(const BaseImage& base, std::uint64_t seed, std::vector<std::byte
   return m;
 }
 
-Mutation FlipOneByte(const BaseImage& base, std::uint64_t seed, std::vector<std::byte>* image, int kind) {
+Mutation FlipOneByte(const BaseImage& base, std::uint64_t seed, std::span<std::byte> image, int kind) {
   Rng rng(seed * 0xbf58476d1ce4e5b9ull + 7);
   Mutation m;
   m.kind = static_cast<BlockKind>(kind >= 0 ? kind : static_cast<int>(seed % kBlockKinds));
@@ -193,7 +193,7 @@ Mutation FlipOneByte(const BaseImage& base, std::uint64_t seed, std::vector<std:
   const std::uint64_t span = m.kind == BlockKind::kSuperblock ? fs::format::kSuperSize : t.length;
   const std::uint64_t at = Below(rng, span);
   const auto x = static_cast<std::uint8_t>(1 + Below(rng, 255));
-  (*image)[t.offset + at] ^= static_cast<std::byte>(x);
+  image[t.offset + at] ^= static_cast<std::byte>(x);
   m.changed = true;
   // Nothing asserted about the first check: the repair round asserts what
   // the repair leaves (hostile_repair_round.h).

@@ -1,8 +1,8 @@
 // Damaging one metadata block of a base image (docs/hostile_images.md,
 // "Mutations"), deterministically from a seed:
 //
-//   std::vector<std::byte> image = base.image;
-//   Mutation m = Mutate(base, seed, &image);
+//   ScratchImage scratch(base);             // or a copy of base.image
+//   Mutation m = Mutate(base, seed, scratch.bytes());
 //
 // The seed picks the block kind, the block, and one of: flip 1-4 bits,
 // overwrite 1-8 bytes, set an aligned 1/2/4/8-byte field to an extreme
@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,12 +51,14 @@ struct Mutation {
 };
 
 // kind < 0: chosen by the seed.
-Mutation Mutate(const BaseImage& base, std::uint64_t seed, std::vector<std::byte>* image, int kind = -1);
+// `image` is the base image's bytes (a copy, or a ScratchImage's view),
+// damaged in place in bytes [m.offset, m.offset + m.length) only.
+Mutation Mutate(const BaseImage& base, std::uint64_t seed, std::span<std::byte> image, int kind = -1);
 
 // The flip campaign's damage (issue 24): one byte of one block of the kind
 // (kind < 0: seed % kBlockKinds, as RunRound) XORed with a random non-zero
 // value, anywhere in the block, checksums left as they are -- what a disk
 // that rotted one byte leaves.  `op` is kFlipBits; nothing is resealed.
-Mutation FlipOneByte(const BaseImage& base, std::uint64_t seed, std::vector<std::byte>* image, int kind = -1);
+Mutation FlipOneByte(const BaseImage& base, std::uint64_t seed, std::span<std::byte> image, int kind = -1);
 
 }  // namespace walfs::hostile

@@ -15,8 +15,7 @@ namespace {
 bool Has(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
 
 // fsck -y, fsck -n, mount, walk, change, unmount; fills *r.
-void Round(std::vector<std::byte> image, RepairRoundResult* r) {
-  MemoryDevice dev(std::move(image));
+void Round(MemoryDevice& dev, RepairRoundResult* r) {
   Result<fs::FsckReport> repair =
       fs::CheckImage(&dev, {.replay = true, .repair = true, .clear_and_reconnect = true});
   if (!repair.ok()) {
@@ -57,12 +56,13 @@ void Round(std::vector<std::byte> image, RepairRoundResult* r) {
 }  // namespace
 
 RepairRoundResult RunRepairRound(const BaseImage& base, std::uint64_t seed, int kind) {
-  std::vector<std::byte> image = base.image;
+  ScratchImage scratch(base);
   RepairRoundResult r;
   r.seed = seed;
-  r.mutation = FlipOneByte(base, seed, &image, kind);
+  r.mutation = FlipOneByte(base, seed, scratch.bytes(), kind);
+  const std::unique_ptr<MemoryDevice> dev = scratch.Damaged(r.mutation.offset, r.mutation.length).Device();
   Messages::Get().Clear();
-  Round(std::move(image), &r);
+  Round(*dev, &r);
   r.messages = Messages::Get().Text();
   return r;
 }

@@ -1,5 +1,8 @@
 #include "tests/hostile/hostile_round.h"
 
+#include <functional>
+#include <memory>
+
 #include <fmt/format.h>
 
 #include "base/block_device_memory.h"
@@ -11,11 +14,12 @@ namespace walfs::hostile {
 
 namespace {
 
-// fsck, mount, walk, unmount: fills *r, returns the messages logged.
-std::string Round(std::vector<std::byte> image, RoundResult* r) {
+// fsck, mount, walk, unmount, each on a fresh device from make_device():
+// fills *r, returns the messages logged.
+std::string Round(const std::function<std::unique_ptr<MemoryDevice>()>& make_device, RoundResult* r) {
   {
-    MemoryDevice dev(image);
-    Result<fs::FsckReport> report = fs::CheckImage(&dev, {.replay = true, .repair = false});
+    std::unique_ptr<MemoryDevice> dev = make_device();
+    Result<fs::FsckReport> report = fs::CheckImage(dev.get(), {.replay = true, .repair = false});
     if (!report.ok()) {
       r->fsck_flagged = true;
       r->fsck_exit = 8;
@@ -33,8 +37,8 @@ std::string Round(std::vector<std::byte> image, RoundResult* r) {
       r->violations.push_back(fmt::format("fsck found nothing wrong after: {}", r->mutation.description));
   }
 
-  MemoryDevice dev(std::move(image));
-  Result<std::unique_ptr<fs::Filesystem>> fs = fs::Filesystem::MountDevice(&dev, {.image = {}, .buffer_cache = 1024});
+  std::unique_ptr<MemoryDevice> dev = make_device();
+  Result<std::unique_ptr<fs::Filesystem>> fs = fs::Filesystem::MountDevice(dev.get(), {.image = {}, .buffer_cache = 1024});
   if (!fs.ok()) {
     r->mount_error = fs.status().ToString();
     if (fs.status().message().empty()) r->violations.push_back("mount: refused without a message");
@@ -55,10 +59,13 @@ std::string Round(std::vector<std::byte> image, RoundResult* r) {
 }  // namespace
 
 RoundResult RunRound(const BaseImage& base, std::uint64_t seed, int kind) {
-  std::vector<std::byte> image = base.image;
-  const Mutation m = Mutate(base, seed, &image, kind);
-  RoundResult r = RunOnImage(std::move(image), m);
+  ScratchImage scratch(base);
+  RoundResult r;
+  r.mutation = Mutate(base, seed, scratch.bytes(), kind);
   r.seed = seed;
+  const DamagedImage damaged = scratch.Damaged(r.mutation.offset, r.mutation.length);
+  Messages::Get().Clear();
+  r.messages = Round([&] { return damaged.Device(); }, &r);
   return r;
 }
 
@@ -66,7 +73,15 @@ RoundResult RunOnImage(std::vector<std::byte> image, const Mutation& m) {
   RoundResult r;
   r.mutation = m;
   Messages::Get().Clear();
-  r.messages = Round(std::move(image), &r);
+  // fsck gets a copy; the mount, after it, the image itself.
+  bool fsck_done = false;
+  r.messages = Round(
+      [&] {
+        if (fsck_done) return std::make_unique<MemoryDevice>(std::move(image));
+        fsck_done = true;
+        return std::make_unique<MemoryDevice>(image);
+      },
+      &r);
   return r;
 }
 
