@@ -56,7 +56,9 @@
 # WALFS_HOSTILE_SEEDS or WALFS_HOSTILE_LOG_SEEDS in the environment wins
 # in every job).  The asan and
 # tsan builds leave out walfs-killtest and walfs-hostile, which no test
-# runs there (`ninja -C DIR walfs-hostile` builds them on request).
+# runs there (`ninja -C DIR walfs-hostile` builds them on request); the
+# tsan build leaves out every_program_test (option parsing starts no
+# thread).
 #
 # Every job builds with -DWALFS_DEBUG_INFO=lines (line tables only: what
 # a sanitizer report, a backtrace and perf need, a third less compile time
