@@ -39,11 +39,13 @@ Messages& Messages::Get() {
   return *m;
 }
 
-void Messages::SetSink(Sink sink, Severity min) {
+Messages::SinkSetting Messages::SetSink(Sink sink, Severity min) {
   MutexLock l(&mu_);
   if (sink == Sink::kSyslog && sink_ != Sink::kSyslog) openlog("walfs", LOG_PID, LOG_DAEMON);
+  const SinkSetting before{sink_, sink_min_};
   sink_ = sink;
   sink_min_ = min;
+  return before;
 }
 
 void Messages::Emit(const Entry& e) {

@@ -42,10 +42,15 @@ class Messages {
 
   static Messages& Get();
 
+  struct SinkSetting {
+    Sink sink;
+    Severity min;
+  };
+
   // Where new messages of at least `min` are copied (every message is kept
   // in the ring).  kSyslog opens syslog as "walfs" with the process id,
-  // facility daemon.
-  void SetSink(Sink sink, Severity min = Severity::kInfo) EXCLUDES(mu_);
+  // facility daemon.  Returns the setting it replaced.
+  SinkSetting SetSink(Sink sink, Severity min = Severity::kInfo) EXCLUDES(mu_);
 
   void Add(Severity severity, std::string text) EXCLUDES(mu_);
 
@@ -73,6 +78,21 @@ class Messages {
   std::uint64_t count_ GUARDED_BY(mu_) = 0;
   Sink sink_ GUARDED_BY(mu_) = Sink::kStderr;
   Severity sink_min_ GUARDED_BY(mu_) = Severity::kWarning;
+};
+
+// Sets the sink while it lives, then puts back the setting it replaced:
+// for code that expects messages and reports them itself (a crash
+// campaign, whose every torn state's mount warns that it trimmed the log).
+class ScopedMessageSink {
+ public:
+  explicit ScopedMessageSink(Messages::Sink sink, Severity min = Severity::kInfo)
+      : before_(Messages::Get().SetSink(sink, min)) {}
+  ~ScopedMessageSink() { Messages::Get().SetSink(before_.sink, before_.min); }
+  ScopedMessageSink(const ScopedMessageSink&) = delete;
+  ScopedMessageSink& operator=(const ScopedMessageSink&) = delete;
+
+ private:
+  const Messages::SinkSetting before_;
 };
 
 template <typename... Args>

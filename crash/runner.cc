@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "base/messages.h"
 #include "crash/checker.h"
 #include "crash/planner.h"
 #include "crash/random_workload.h"
@@ -87,7 +88,12 @@ RunResult RunCrashTest(const RunOptions& options) {
     fail("planning crash states failed: " + states.status().ToString(), states.status().ToString());
   } else {
     Checker checker(h);
+    // A torn state's mount warns that it trimmed the log, as it should for
+    // a user; here that is every torn state, so the messages stay in the
+    // ring, and a failing state's are part of its report.
+    ScopedMessageSink quiet(Messages::Sink::kNone);
     for (const CrashState& st : *states) {
+      Messages::Get().Clear();
       auto img = Materialize(w->recording(), st);
       r.crash_states += 1;
       r.torn += st.kind == CrashState::Kind::kTorn;
@@ -96,7 +102,9 @@ RunResult RunCrashTest(const RunOptions& options) {
       if (!img.ok()) errors.push_back("materializing the image: " + img.status().ToString());
       else errors = checker.Check(img->get(), st.limit, st.moment);
       if (!errors.empty()) {
-        fail(fmt::format("{}: {}", st.description, errors.front()), FailureText(h, errors, st.description, st.limit));
+        std::string full = FailureText(h, errors, st.description, st.limit);
+        if (const std::string said = Messages::Get().Text(); !said.empty()) full += "\nthe state's messages:\n" + said;
+        fail(fmt::format("{}: {}", st.description, errors.front()), std::move(full));
         break;
       }
     }

@@ -69,7 +69,7 @@ Status VerifyTail(const LogRegion& region, std::uint32_t max_inflight, LogPositi
     WALFS_ASSIGN_OR_RETURN(std::string s, region.ReadSectors(sector, 1));
     bool good = false;
     std::uint32_t len = 1;
-    if (DecodeFixed32(s.data()) == kRecordMagic && SectorCycle(s) == cycle) {
+    if (s.size() >= kLogSectorSize && DecodeFixed32(s.data()) == kRecordMagic && SectorCycle(s) == cycle) {
       WALFS_ASSIGN_OR_RETURN(LogRecordAt rec, ReadRecordAt(region, sector, cycle));
       good = rec.record.kind == DecodedRecord::Kind::kOk && a + rec.sectors <= h;
       len = rec.sectors;

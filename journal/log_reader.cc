@@ -27,7 +27,7 @@ Result<LogRecordAt> ReadRecordAt(const LogRegion& region, std::uint32_t sector,
   LogRecordAt out;
   out.lsn = MakeLsn(cycle, sector);
   WALFS_ASSIGN_OR_RETURN(std::string header, region.ReadSectors(sector, 1));
-  if (DecodeFixed32(header.data()) != kRecordMagic) {
+  if (header.size() < kLogSectorSize || DecodeFixed32(header.data()) != kRecordMagic) {
     out.record.reason = "no record header here";
     return out;
   }

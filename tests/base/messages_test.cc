@@ -60,6 +60,26 @@ TEST_F(MessagesTest, ManyThreadsAddingLoseNothing) {
   EXPECT_EQ(Lines(Messages::Get().Text()), Messages::kCapacity);
 }
 
+TEST_F(MessagesTest, AScopedSinkPutsBackTheSettingItReplaced) {
+  Messages::Get().SetSink(Messages::Sink::kStderr, Severity::kError);
+  {
+    ScopedMessageSink quiet(Messages::Sink::kNone);
+    ::testing::internal::CaptureStderr();
+    Message(Severity::kError, "kept in the ring only");
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  }
+  ::testing::internal::CaptureStderr();
+  Message(Severity::kWarning, "below the restored minimum");
+  Message(Severity::kError, "to stderr again");
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("below the restored minimum"), std::string::npos) << err;
+  EXPECT_NE(err.find("walfs error: to stderr again"), std::string::npos) << err;
+  EXPECT_NE(Messages::Get().Text().find("kept in the ring only"), std::string::npos);
+  const Messages::SinkSetting before = Messages::Get().SetSink(Messages::Sink::kNone);
+  EXPECT_EQ(before.sink, Messages::Sink::kStderr);
+  EXPECT_EQ(before.min, Severity::kError);
+}
+
 TEST_F(MessagesTest, SeverityNamesAreLowerCase) {
   EXPECT_EQ(SeverityName(Severity::kInfo), "info");
   EXPECT_EQ(SeverityName(Severity::kWarning), "warning");
