@@ -96,17 +96,23 @@ void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
     if (!r.ok()) return ReplyErr(req, r.status());
     return (void)fuse_reply_buf(req, r->data(), r->size());
   }
-  // One buffer per worker thread, kept between requests (not zeroed: Read
-  // fills every byte it returns).
-  thread_local std::unique_ptr<char[]> buf;
-  thread_local size_t capacity = 0;
-  if (capacity < size) {
-    buf = std::make_unique_for_overwrite<char[]>(size);
-    capacity = size;
+  // Read straight into the ring entry the reply goes back in, when the
+  // request came on a ring (no copy after the read); else into one buffer
+  // per worker thread, kept between requests (not zeroed: Read fills every
+  // byte it returns).
+  char* into = SessionIo::ReplyBuffer(size).data();
+  if (into == nullptr) {
+    thread_local std::unique_ptr<char[]> buf;
+    thread_local size_t capacity = 0;
+    if (capacity < size) {
+      buf = std::make_unique_for_overwrite<char[]>(size);
+      capacity = size;
+    }
+    into = buf.get();
   }
-  Result<std::size_t> n = s->fs()->Read(s->ToFs(ino), static_cast<std::uint64_t>(off), size, buf.get());
+  Result<std::size_t> n = s->fs()->Read(s->ToFs(ino), static_cast<std::uint64_t>(off), size, into);
   if (!n.ok()) return ReplyErr(req, n.status());
-  fuse_reply_buf(req, buf.get(), *n);
+  fuse_reply_buf(req, into, *n);
 }
 
 namespace {

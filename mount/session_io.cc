@@ -195,6 +195,7 @@ std::string SessionIo::RingFaultText() const {
 
 bool SessionIo::KillSuidgid() { return serving.kill_suidgid; }
 bool SessionIo::Tmpfile() { return serving.tmpfile; }
+std::span<char> SessionIo::ReplyBuffer(std::size_t size) { return UringTransport::ReplyBuffer(size); }
 
 SessionIo::~SessionIo() {
   if (busy_spell.io == this) busy_spell.io = nullptr;

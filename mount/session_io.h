@@ -50,6 +50,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -99,6 +100,13 @@ class SessionIo {
   // which libfuse 3.14 does not know: it is handed to libfuse as a CREATE
   // (the same arguments and reply), and the create handler asks this.
   static bool Tmpfile();
+
+  // For the request the calling thread is serving, when it carries no
+  // payload (a READ): a buffer of at least `size` bytes that the transport
+  // sends a reply's data from without copying it (a ring lane's payload
+  // buffer: UringTransport::ReplyBuffer), or empty (a /dev/fuse worker,
+  // whose writev copies once anyway; the handler uses its own buffer).
+  static std::span<char> ReplyBuffer(std::size_t size);
 
   // Whether the kernel accepted FUSE_HANDLE_KILLPRIV_V2 (set at INIT).
   bool killpriv_v2() const { return killpriv_v2_.load(std::memory_order_relaxed); }

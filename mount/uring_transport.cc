@@ -48,6 +48,7 @@ struct UringTransport::Lane {
   fuse_uring::ReqHeader header{};
   std::unique_ptr<char[]> buffer;
   char* payload = nullptr;
+  std::size_t payload_size = 0;
   struct iovec iov[2]{};
   // The request the entry carries now (its unique), 0 when none: the lane
   // sets it before the handler runs and Reply clears it.
@@ -239,6 +240,7 @@ void UringTransport::Run(Lane* lane) {
   }
   lane->buffer = std::make_unique<char[]>(kRequestPrefix + payload_bytes_);
   lane->payload = lane->buffer.get() + kRequestPrefix;
+  lane->payload_size = payload_bytes_;
   lane->iov[0] = {&lane->header, sizeof lane->header};
   lane->iov[1] = {lane->payload, payload_bytes_};
   current_lane = lane;
@@ -388,7 +390,11 @@ bool UringTransport::Reply(const struct iovec* iov, int count) {
       fits = false;
       break;
     }
-    std::memmove(lane->payload + n, iov[i].iov_base, iov[i].iov_len);
+    // Data a handler wrote into the payload buffer (ReplyBuffer) is in place.
+    if (iov[i].iov_base != lane->payload + n)
+      std::memmove(lane->payload + n, iov[i].iov_base, iov[i].iov_len);
+    else if (iov[i].iov_len > 0)
+      in_place_replies_.fetch_add(1, std::memory_order_relaxed);
     n += iov[i].iov_len;
   }
   if (!fits) {
@@ -414,6 +420,14 @@ bool UringTransport::Reply(const struct iovec* iov, int count) {
   return true;
 }
 
+std::span<char> UringTransport::ReplyBuffer(std::size_t size) {
+  Lane* lane = current_lane;
+  if (lane == nullptr || !lane->in_serve || lane->header.ring_ent_in_out.payload_sz != 0 ||
+      size > lane->payload_size)
+    return {};
+  return {lane->payload, lane->payload_size};
+}
+
 void UringTransport::Commit(Lane* lane) {
   Submit(lane, fuse_uring::kCmdCommitAndFetch, lane->header.ring_ent_in_out.commit_id);
 }
@@ -430,9 +444,10 @@ std::string UringTransport::StatsText() const {
                               "fuse_uring_requests {}\n",
                               queues_, options_.lanes_per_queue, lanes_used_.load(std::memory_order_relaxed), total);
   for (std::uint32_t q = 0; q < queues_; ++q) s += fmt::format("fuse_uring_q{}_requests {}\n", q, per_queue[q]);
-  s += fmt::format("fuse_uring_foreign_replies {}\nfuse_uring_errors {}\nfuse_uring_commit_failures {}\n"
-                   "fuse_uring_reregistered {}\n",
-                   foreign_replies_.load(std::memory_order_relaxed), errors_.load(std::memory_order_relaxed),
+  s += fmt::format("fuse_uring_foreign_replies {}\nfuse_uring_in_place_replies {}\nfuse_uring_errors {}\n"
+                   "fuse_uring_commit_failures {}\nfuse_uring_reregistered {}\n",
+                   foreign_replies_.load(std::memory_order_relaxed),
+                   in_place_replies_.load(std::memory_order_relaxed), errors_.load(std::memory_order_relaxed),
                    commit_failures_.load(std::memory_order_relaxed), reregistered_.load(std::memory_order_relaxed));
   return s;
 }

@@ -35,7 +35,9 @@
 // header and the first argument are put before the payload
 // (kRequestPrefix).  The reply (libfuse's writev, routed here by
 // SessionIo) goes into the entry's buffers: the out header into in_out,
-// the arguments into the payload.
+// the arguments into the payload -- except what a handler wrote there
+// already: a READ's data is read straight into the payload buffer
+// (ReplyBuffer), so the rings copy it no more than /dev/fuse's writev does.
 //
 // A refused commit.  The kernel looks the commit id up before it touches
 // the entry, so an entry whose commit it refused (ENOENT, EINVAL) still
@@ -61,6 +63,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -96,6 +99,15 @@ class UringTransport {
   // (the reply belongs to /dev/fuse).
   bool Reply(const struct iovec* iov, int count);
 
+  // For a handler running on a lane's thread, inside the request the lane
+  // carries: the lane's payload buffer, when it holds at least `size`
+  // bytes.  A reply whose data is written there goes to the kernel with no
+  // copy (Reply finds it in place).  Empty on any other thread, and where
+  // the request's own arguments are in the payload (WRITE's data, names):
+  // only a handler whose request carries no payload (READ) may use it.
+  // Static: a handler knows no transport.
+  static std::span<char> ReplyBuffer(std::size_t size);
+
   // Wakes every lane and joins it; the rings are closed (the kernel cancels
   // what is still registered).  Idempotent.
   void Stop();
@@ -109,7 +121,7 @@ class UringTransport {
   // `fuse_uring_queues N`, `fuse_uring_lanes_per_queue N`,
   // `fuse_uring_lanes_used N` (lanes that have carried a request),
   // `fuse_uring_requests N`, `fuse_uring_q<i>_requests N` per queue,
-  // `fuse_uring_foreign_replies N`, `fuse_uring_errors N`,
+  // `fuse_uring_foreign_replies N`, `fuse_uring_in_place_replies N`, `fuse_uring_errors N`,
   // `fuse_uring_commit_failures N`, `fuse_uring_reregistered N`.
   std::string StatsText() const;
 
@@ -150,6 +162,7 @@ class UringTransport {
   std::atomic<bool> refused_{false};       // the kernel refused a lane's entry: /dev/fuse serves
   std::atomic<std::uint32_t> lanes_used_{0};
   std::atomic<std::uint64_t> foreign_replies_{0};
+  std::atomic<std::uint64_t> in_place_replies_{0};
   std::atomic<std::uint64_t> errors_{0};
   std::atomic<std::uint64_t> fail_commit_in_{0};     // FailNthCommit's countdown (0: none)
   std::atomic<std::uint64_t> commit_failures_{0};    // commits the kernel refused

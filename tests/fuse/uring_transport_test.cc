@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -158,6 +160,39 @@ TEST_F(UringTransport, CallersOnEveryCpuAtOnceEachGetTheirOwnReplies) {
       used += StatValue(Root(), "fuse_uring_q" + std::to_string(q) + "_requests") > 0;
     EXPECT_GT(used, 1) << stats;
   }
+}
+
+// A READ's data is read straight into the lane's payload buffer, the one
+// the reply goes back in (SessionIo::ReplyBuffer): the rings copy it no
+// more than /dev/fuse's writev does.  O_DIRECT reads reach the daemon
+// every time: full chunks, one that ends at end of file, one past it.
+TEST_F(UringTransport, AFileReadIsReadIntoItsLanesEntryAndArrivesWhole) {
+  WALFS_REQUIRE_WALFS();
+  if (!KernelOffersRings()) GTEST_SKIP() << "the fuse module's enable_uring is off here";
+  constexpr std::size_t kChunk = 128 << 10;
+  std::string body(5 * kChunk + 1000, '\0');
+  for (std::size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>((i * 131 + i / 4096) & 0xff);
+  const std::string name = Path("direct");
+  WriteFile(name, body);
+  const long long before = StatValue(Root(), "fuse_uring_in_place_replies");
+  const int fd = open(name.c_str(), O_RDONLY | O_DIRECT);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  void* mem = nullptr;
+  ASSERT_EQ(posix_memalign(&mem, 4096, kChunk), 0);
+  std::unique_ptr<char, decltype(&std::free)> buf(static_cast<char*>(mem), &std::free);
+  std::string back;
+  for (off_t off = 0;; off += static_cast<off_t>(kChunk)) {
+    const ssize_t n = pread(fd, buf.get(), kChunk, off);
+    ASSERT_GE(n, 0) << strerror(errno);
+    if (n == 0) break;
+    back.append(buf.get(), static_cast<std::size_t>(n));
+  }
+  EXPECT_SYS(close(fd));
+  ASSERT_EQ(back.size(), body.size());
+  EXPECT_TRUE(back == body) << "the data read back differs";
+  const std::string stats = StatsText(Root());
+  EXPECT_GE(StatValue(Root(), "fuse_uring_in_place_replies") - before, 6) << stats;
+  EXPECT_EQ(StatValue(Root(), "fuse_uring_errors"), 0) << stats;
 }
 
 // A commit the kernel refuses (with -o fault_injection, `ring_commit N` in
