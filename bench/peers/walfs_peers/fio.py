@@ -26,6 +26,7 @@ JOBS = [
     FioJob("randwrite-4k-fsync-4j", "write", True, True),
     FioJob("seqwrite-1m", "write", True, True),
     FioJob("randread-4k", "read", True, True),
+    FioJob("seqread-1m", "read", True, True),
     FioJob("randwrite-4k-buffered", "write", True, False),
     FioJob("filecreate", "read", False, False),
     FioJob("filestat", "read", False, False),
