@@ -271,7 +271,13 @@ void FuseServer::LearnMount(const std::string& mountpoint) {
   push_ = std::make_unique<WritebackPush>(
       WritebackPush::Options{.mountpoint = mountpoint, .device = dev.ok() ? *dev : "", .interval_ms = push_ms});
   WritebackPush* push = push_.get();
-  writeback_.SetWritersObserver([push](bool any) { push->SetWanted(any); });
+  writeback_.SetWritersObserver([push](std::uint64_t ino, bool open, bool any) {
+    if (open)
+      push->FileOpened(ino);
+    else
+      push->FileReleased(ino);
+    push->SetWanted(any);
+  });
   push->Start();
 }
 

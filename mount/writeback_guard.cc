@@ -21,9 +21,7 @@ void WritebackGuard::Clear(std::uint64_t ino) {
 
 void WritebackGuard::CachedWriterOpened(std::uint64_t ino) {
   MutexLock l(&mu_);
-  const bool first = cached_writers_.empty();
-  ++cached_writers_[ino];
-  if (first && writers_observer_) writers_observer_(true);
+  if (++cached_writers_[ino] == 1 && writers_observer_) writers_observer_(ino, true, true);
 }
 
 void WritebackGuard::CachedWriterReleased(std::uint64_t ino) {
@@ -31,8 +29,9 @@ void WritebackGuard::CachedWriterReleased(std::uint64_t ino) {
   auto it = cached_writers_.find(ino);
   // Invariant: every release matches an open counted here (the handle says so).
   WALFS_CHECK(it != cached_writers_.end() && it->second > 0);
-  if (--it->second == 0) cached_writers_.erase(it);
-  if (cached_writers_.empty() && writers_observer_) writers_observer_(false);
+  if (--it->second > 0) return;
+  cached_writers_.erase(it);
+  if (writers_observer_) writers_observer_(ino, false, !cached_writers_.empty());
 }
 
 bool WritebackGuard::HasCachedWriters(std::uint64_t ino) const {

@@ -111,12 +111,13 @@ class WritebackGuard {
   void CachedWriterOpened(std::uint64_t ino) EXCLUDES(mu_);
   void CachedWriterReleased(std::uint64_t ino) EXCLUDES(mu_);
   bool HasCachedWriters(std::uint64_t ino) const EXCLUDES(mu_);
-  // Told, under the guard's lock, each time the first such handle opens
-  // and the last one is released: only while one is open may the kernel
-  // hold dirty pages of this mount (the writeback push,
-  // mount/writeback_push.h).  Set before the session serves; `observer`
-  // must not call back into the guard.
-  void SetWritersObserver(std::function<void(bool any)> observer) { writers_observer_ = std::move(observer); }
+  // Told, under the guard's lock, each time a file's first such handle
+  // opens (open = true) and its last one is released (false), with
+  // whether any file still has one: only those files' pages may the kernel
+  // hold dirty (the writeback push, mount/writeback_push.h).  Set before
+  // the session serves; `observer` must not call back into the guard.
+  using WritersObserver = std::function<void(std::uint64_t ino, bool open, bool any)>;
+  void SetWritersObserver(WritersObserver observer) { writers_observer_ = std::move(observer); }
 
   std::uint64_t reserve_bytes() const { return reserve_bytes_; }
   std::uint64_t lost_writebacks() const EXCLUDES(mu_);
@@ -130,7 +131,7 @@ class WritebackGuard {
   std::unordered_map<std::uint64_t, int> lost_ GUARDED_BY(mu_);  // ino -> errno
   std::uint64_t lost_count_ GUARDED_BY(mu_) = 0;
   std::unordered_map<std::uint64_t, std::uint32_t> cached_writers_ GUARDED_BY(mu_);  // ino -> handles
-  std::function<void(bool)> writers_observer_;  // set before any writer
+  WritersObserver writers_observer_;  // set before any writer
 };
 
 }  // namespace walfs::mount

@@ -57,6 +57,22 @@ int CloneOf(const char* mountpoint, unsigned major, unsigned minor) {
   return tree;
 }
 
+// The file with FUSE node id `nodeid`, opened read-only by handle through
+// `root` (the root of the mount's clone, open for reading): FUSE encodes a handle as the node id's two
+// halves and the generation (0: walfs gives none), type FILEID_INO64_GEN,
+// and finds the inode in the kernel's cache (it is open) without a LOOKUP.
+// The open is an OPEN request; -1 with errno if it fails.
+int OpenByNodeId(int root, std::uint64_t nodeid) {
+  constexpr int kFileIdIno64Gen = 0x81;
+  const std::uint32_t words[3] = {static_cast<std::uint32_t>(nodeid >> 32), static_cast<std::uint32_t>(nodeid), 0};
+  alignas(file_handle) unsigned char buf[sizeof(file_handle) + sizeof words];
+  auto* h = reinterpret_cast<file_handle*>(buf);
+  h->handle_bytes = sizeof words;
+  h->handle_type = kFileIdIno64Gen;
+  std::memcpy(buf + sizeof(file_handle), words, sizeof words);
+  return ::open_by_handle_at(root, h, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+}
+
 }  // namespace
 
 WritebackPush::WritebackPush(Options options) : options_(std::move(options)) {
@@ -125,33 +141,111 @@ void WritebackPush::HelperMain(Shared* shared, const char* mountpoint, unsigned 
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 
+  // The files the helper holds open, by slot (the node id each holds).
+  std::uint64_t held[kFileSlots] = {};
+  int fds[kFileSlots];
+  for (int& fd : fds) fd = -1;
   for (;;) {
     const std::int64_t until = MonotonicNanos() + interval_ns;
     for (std::int64_t now = MonotonicNanos(); now < until && shared->stop.load() == 0; now = MonotonicNanos())
       SharedFutexWait(&shared->stop, 0, until - now);
     if (shared->stop.load() != 0) ::_exit(0);
-    if (shared->wanted.load(std::memory_order_acquire) == 0) continue;
+    if (shared->wanted.load(std::memory_order_acquire) == 0) {
+      // Nothing is written through the cache: let go of every file (each
+      // close is a FLUSH and a RELEASE), so that none outlives its writers.
+      for (int i = 0; i < kFileSlots; ++i) {
+        if (fds[i] >= 0) ::close(fds[i]);
+        fds[i] = -1;
+        held[i] = 0;
+      }
+      continue;
+    }
     const std::int64_t start = MonotonicNanos();
     const int tree = CloneOf(mountpoint, dev_major, dev_minor);
     if (tree < 0) {
       shared->skipped.fetch_add(1);  // unmounted, or covered by another mount
       continue;
     }
-    // syncfs needs a file open for reading (open_tree's is a path): the
-    // clone's root.  walfs refuses OPENDIR once (skip_opendir) and the
-    // kernel stops asking, so this costs no request.
-    const int root = ::openat(tree, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    const bool synced = root >= 0 && ::syncfs(root) == 0;
-    if (root >= 0) ::close(root);
+    const bool ok = PushOnce(shared, tree, held, fds);
     ::close(tree);  // the superblock may end here, if the mount was unmounted meanwhile
     shared->latency_ns.Record(MonotonicNanos() - start);
     shared->pushes.fetch_add(1);
-    if (!synced) shared->failed.fetch_add(1);
+    if (!ok) shared->failed.fetch_add(1);
   }
+}
+
+bool WritebackPush::PushOnce(Shared* shared, int tree, std::uint64_t* held, int* fds) {
+  // The clone's root, open for reading: what open_by_handle_at takes as
+  // the mount (not an O_PATH descriptor) and syncfs needs.  walfs refuses
+  // OPENDIR once (skip_opendir) and the kernel stops asking, so this costs
+  // no request.
+  const int root = ::openat(tree, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root < 0) return false;
+  bool ok = true;
+  bool need_syncfs = shared->untracked.load(std::memory_order_acquire) > 0;
+  // Each push starts one slot further on: a file whose write-back is slow
+  // (a big buffered writer's) delays a different file each time.
+  const int first = static_cast<int>(shared->pushes.load() % kFileSlots);
+  for (int n = 0; n < kFileSlots; ++n) {
+    const int i = (first + n) % kFileSlots;
+    const std::uint64_t id = shared->files[i].load(std::memory_order_acquire);
+    if (id != held[i]) {
+      if (fds[i] >= 0) ::close(fds[i]);  // its writers are gone (or the slot holds another file now)
+      fds[i] = -1;
+      held[i] = 0;
+      if (id != 0) {
+        fds[i] = OpenByNodeId(root, id);
+        held[i] = id;
+        // Gone already (ESTALE), or refused: syncfs covers it this time,
+        // and the next push tries again.
+        if (fds[i] < 0) {
+          held[i] = 0;
+          need_syncfs = true;
+        }
+      }
+    }
+    if (fds[i] < 0) continue;
+    // Starts write-back of every dirty page of the file, in this task, and
+    // waits only for page locks: the WRITEs are walfs's to answer.
+    if (::sync_file_range(fds[i], 0, 0, SYNC_FILE_RANGE_WRITE) != 0) {
+      ok = false;
+      need_syncfs = true;
+    }
+    shared->file_pushes.fetch_add(1);
+  }
+  bool synced = true;
+  if (need_syncfs) {
+    synced = ::syncfs(root) == 0;
+    shared->syncfs_pushes.fetch_add(1);
+  }
+  ::close(root);
+  return ok && synced;
 }
 
 void WritebackPush::SetWanted(bool wanted) {
   if (shared_ != nullptr) shared_->wanted.store(wanted ? 1 : 0, std::memory_order_release);
+}
+
+void WritebackPush::FileOpened(std::uint64_t nodeid) {
+  if (shared_ == nullptr) return;
+  for (auto& slot : shared_->files) {
+    if (slot.load(std::memory_order_relaxed) == 0) {
+      slot.store(nodeid, std::memory_order_release);
+      return;
+    }
+  }
+  shared_->untracked.fetch_add(1, std::memory_order_release);
+}
+
+void WritebackPush::FileReleased(std::uint64_t nodeid) {
+  if (shared_ == nullptr) return;
+  for (auto& slot : shared_->files) {
+    if (slot.load(std::memory_order_relaxed) == nodeid) {
+      slot.store(0, std::memory_order_release);
+      return;
+    }
+  }
+  shared_->untracked.fetch_sub(1, std::memory_order_release);
 }
 
 void WritebackPush::RequestStop() {
@@ -188,9 +282,11 @@ std::string WritebackPush::StatsText() const {
   if (shared_ == nullptr) return fmt::format("writeback_push off\nwriteback_push_ms {}\n", options_.interval_ms);
   const Shared& s = *shared_;
   return fmt::format(
-      "writeback_push {}\nwriteback_push_ms {}\nwriteback_pushes {}\nwriteback_push_skipped {}\n"
+      "writeback_push {}\nwriteback_push_ms {}\nwriteback_pushes {}\nwriteback_push_files {}\n"
+      "writeback_push_syncfs {}\nwriteback_push_skipped {}\n"
       "writeback_push_failed {}\nwriteback_push_p50_us {}\nwriteback_push_p99_us {}\nwriteback_push_max_us {}\n",
-      StateName(state()), options_.interval_ms, s.pushes.load(), s.skipped.load(), s.failed.load(),
+      StateName(state()), options_.interval_ms, s.pushes.load(), s.file_pushes.load(), s.syncfs_pushes.load(),
+      s.skipped.load(), s.failed.load(),
       s.latency_ns.Percentile(0.5) / 1000, s.latency_ns.Percentile(0.99) / 1000, s.latency_ns.Max() / 1000);
 }
 

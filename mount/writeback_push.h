@@ -12,7 +12,18 @@
 // clean pages too, one folio and one WRITE at a time.
 //
 // So every `interval` while a file is open for writing through the cache,
-// a helper process of the daemon (below) calls syncfs(2) on this mount.
+// a helper process of the daemon (below) writes those files' dirty pages
+// back: sync_file_range(SYNC_FILE_RANGE_WRITE) on each of them (the daemon
+// tells the helper which, by node id; the helper opens each once, by
+// handle, and keeps it open while it is written through the cache).  That
+// starts write-back of exactly those files in the helper's own task.  It
+// used to call syncfs(2) alone, which asks the flusher to write back as
+// many pages as are dirty in the whole system (writeback_inodes_sb), skips
+// files first dirtied after it began, and waits: beside a buffered writer
+// of this mount and a build writing elsewhere, one syncfs took seconds and
+// files opened meanwhile lost every write of a killed daemon's last 1.4 s
+// (walfs-killtest, CI).  syncfs(2) still runs when more files are written
+// than the helper has slots for, or one cannot be opened:
 // The kernel writes back every dirty page of the superblock (as WRITE
 // requests, batched by writepages, that the daemon's FUSE workers serve)
 // and sends each file's times (a SETATTR it waits for), but it does not
@@ -88,6 +99,11 @@ class WritebackPush {
   // Whether a push could find anything: some file is open for writing
   // through the cache (WritebackGuard's observer).  Any thread.
   void SetWanted(bool wanted);
+  // The file with FUSE node id `nodeid` is now open for writing through
+  // the cache / no longer is (its first such handle opened, its last was
+  // released).  Serialized by the caller (the guard's lock).
+  void FileOpened(std::uint64_t nodeid);
+  void FileReleased(std::uint64_t nodeid);
   // Asks the helper to stop, without waiting.
   void RequestStop();
   // Waits for the helper.  A syncfs in flight waits for WRITE requests:
@@ -100,8 +116,19 @@ class WritebackPush {
   std::string StatsText() const;
 
  private:
+  // Files the helper writes back one by one; more than this many at once,
+  // and it calls syncfs for the rest.
+  static constexpr int kFileSlots = 64;
+
   // The page the daemon and the helper share.
   struct Shared {
+    // Node ids of the files open for writing through the cache (0: a free
+    // slot), written by the daemon under the guard's lock, read by the
+    // helper; `untracked` counts those that found no slot.
+    std::atomic<std::uint64_t> files[kFileSlots] = {};
+    std::atomic<std::uint32_t> untracked{0};
+    std::atomic<std::uint64_t> file_pushes{0};  // sync_file_range calls
+    std::atomic<std::uint64_t> syncfs_pushes{0};
     std::atomic<std::uint32_t> stop{0};    // the helper sleeps on it (futex)
     std::atomic<std::uint32_t> wanted{0};
     std::atomic<std::uint32_t> state{0};   // State
@@ -114,6 +141,9 @@ class WritebackPush {
   // The helper's loop (in the child: no allocation, no lock).
   [[noreturn]] static void HelperMain(Shared* shared, const char* mountpoint, unsigned dev_major,
                                       unsigned dev_minor, std::int64_t interval_ns, pid_t parent);
+  // One push (the helper): each tracked file, then syncfs if needed.
+  // `held`/`fds`: the helper's open descriptors, by slot.  False: a call failed.
+  static bool PushOnce(Shared* shared, int tree, std::uint64_t* held, int* fds);
 
   const Options options_;
   Shared* shared_ = nullptr;  // an anonymous MAP_SHARED mapping

@@ -102,11 +102,13 @@ int Main(int argc, char** argv) {
   o.fio = !no_fio;
   if (quick) {
     if (app.count("--rounds") == 0) o.rounds = 3;
-    if (app.count("--max-delay-ms") == 0) o.max_delay_ms = 1500;
-    // Kills come within 1.5 s: a 1 s margin would check few open-file
-    // writes.  Half a second held in every run here (the oldest lost
-    // under load was 312 ms, with fio's 64 MiB; quick runs write 16 MiB).
-    if (app.count("--open-margin-ms") == 0) o.open_margin_ms = 500;
+    if (app.count("--max-delay-ms") == 0) o.max_delay_ms = 2500;
+    // The stated bound under load (docs/reliability.md): 1 s.  Half a
+    // second held on a quiet machine, but not beside a sanitizer build
+    // writing elsewhere, as in CI's pipelined jobs (up to 640 ms; before
+    // the push wrote files back one by one, 1.4 s).  Kills come up to
+    // 2.5 s in, so that the margin leaves open-file writes to check.
+    if (app.count("--open-margin-ms") == 0) o.open_margin_ms = 1000;
     o.fio_size = "16m";
   }
   if (o.rounds < 1 || o.writers < 0 || o.unsynced_writers < 0 || o.writers + o.unsynced_writers < 1 ||
