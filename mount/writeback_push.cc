@@ -58,10 +58,12 @@ int CloneOf(const char* mountpoint, unsigned major, unsigned minor) {
 }
 
 // The file with FUSE node id `nodeid`, opened read-only by handle through
-// `root` (the root of the mount's clone, open for reading): FUSE encodes a handle as the node id's two
-// halves and the generation (0: walfs gives none), type FILEID_INO64_GEN,
-// and finds the inode in the kernel's cache (it is open) without a LOOKUP.
-// The open is an OPEN request; -1 with errno if it fails.
+// `root` (the root of the mount's clone, open for reading): FUSE encodes a
+// handle as the node id's two halves and the generation (0: walfs gives
+// none), type FILEID_INO64_GEN, and finds the inode in the kernel's cache
+// (it is open) without a LOOKUP.  The open is an OPEN request; -1 with
+// errno if it fails (ESTALE: not in the cache yet, a CREATE's reply still
+// on its way).
 int OpenByNodeId(int root, std::uint64_t nodeid) {
   constexpr int kFileIdIno64Gen = 0x81;
   const std::uint32_t words[3] = {static_cast<std::uint32_t>(nodeid >> 32), static_cast<std::uint32_t>(nodeid), 0};
@@ -152,7 +154,8 @@ void WritebackPush::HelperMain(Shared* shared, const char* mountpoint, unsigned 
     if (shared->stop.load() != 0) ::_exit(0);
     if (shared->wanted.load(std::memory_order_acquire) == 0) {
       // Nothing is written through the cache: let go of every file (each
-      // close is a FLUSH and a RELEASE), so that none outlives its writers.
+      // close writes the file back, then sends a RELEASE), so that none
+      // outlives its writers.
       for (int i = 0; i < kFileSlots; ++i) {
         if (fds[i] >= 0) ::close(fds[i]);
         fds[i] = -1;

@@ -23,20 +23,20 @@
 // of this mount and a build writing elsewhere, one syncfs took seconds and
 // files opened meanwhile lost every write of a killed daemon's last 1.4 s
 // (walfs-killtest, CI).  syncfs(2) still runs when more files are written
-// than the helper has slots for, or one cannot be opened:
-// The kernel writes back every dirty page of the superblock (as WRITE
-// requests, batched by writepages, that the daemon's FUSE workers serve)
-// and sends each file's times (a SETATTR it waits for), but it does not
-// wait for the WRITEs' replies: on Linux 6.18 the fuse tracepoints show a
-// syncfs returning with WRITEs sent before it still unanswered, as kernel
-// commit f9a49aa302a0 does (the wait for write-back skips FUSE's
-// mappings).  So what was dirty when a push began is walfs's once walfs
-// has answered the WRITEs that push sent, and walfs's lazy push bounds the
-// rest.  (The replies end the folios' write-back, since 6.14 has no
+// than the helper has slots for, or one cannot be opened (yet).
+//
+// Either way the kernel sends the dirty pages as WRITE requests, batched
+// by writepages, that the daemon's FUSE workers serve, and does not wait
+// for their replies (a syncfs also sends each file's times, a SETATTR it
+// waits for): on Linux 6.18 the fuse tracepoints show a syncfs returning
+// with WRITEs sent before it still unanswered, as kernel commit
+// f9a49aa302a0 does (the wait for write-back skips FUSE's mappings).  So
+// what was dirty when a push began is walfs's once walfs has answered the
+// WRITEs that push sent, and walfs's lazy push bounds the rest.  (The replies end the folios' write-back, since 6.14 has no
 // temporary pages: cachestat(2) on a file tells when its pages are
 // walfs's.)
 //
-// The syncfs needs a file of this mount, and a file opened on the mount
+// The pushes need files of this mount, and a file opened on the mount
 // itself pins it: an umount meanwhile would get EBUSY.  So each push opens
 // a detached clone of the mount (open_tree(OPEN_TREE_CLONE): a private
 // mount of the same superblock, outside every namespace), which an umount
