@@ -198,13 +198,12 @@ bool WritebackPush::PushOnce(Shared* shared, int tree, std::uint64_t* held, int*
       held[i] = 0;
       if (id != 0) {
         fds[i] = OpenByNodeId(root, id);
-        held[i] = id;
         // Gone already (ESTALE), or refused: syncfs covers it this time,
         // and the next push tries again.
-        if (fds[i] < 0) {
-          held[i] = 0;
+        if (fds[i] >= 0)
+          held[i] = id;
+        else
           need_syncfs = true;
-        }
       }
     }
     if (fds[i] < 0) continue;
