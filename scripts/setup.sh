@@ -12,7 +12,7 @@ packages=(
   libfuse3-dev fuse3 liburing-dev
   libboost-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev libisal-dev libblkid-dev uuid-dev libxxhash-dev
-  fio python3 xfsprogs e2fsprogs fuse2fs gnuplot-nox acl rsync
+  fio dbench python3 xfsprogs e2fsprogs fuse2fs gnuplot-nox acl rsync
   liblttng-ust-dev lttng-tools
   help2man groff-base
 )

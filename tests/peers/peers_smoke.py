@@ -3,8 +3,9 @@
 
 tmpfs always; ext4, XFS and XFS with the smallest log on loop devices, which
 the runner itself skips with a reason when not root or without
-/dev/loop-control.  All three loads: aim, fio and the tree (--quick:
-/usr/include/linux, ~800 entries, a second per system).  Checks the exit
+/dev/loop-control.  Every load: aim, fio, the tree (--quick:
+/usr/include/linux, ~800 entries, a second per system), churn (1 and 8
+processes, a second each) and dbench (2 clients, 3 s).  Checks the exit
 status, the printed table, that the CSV and JSON hold the same rows with
 numbers for every system that ran (every tree phase included), and the tree's
 entry count in the env table.
@@ -30,7 +31,7 @@ def fail(msg):
 def main():
     peers, out = sys.argv[1], sys.argv[2]
     shutil.rmtree(out, ignore_errors=True)
-    cmd = [peers, "--quick", "--loads", "aim,fio,tree", "--systems", ",".join(SYSTEMS), "--out", out]
+    cmd = [peers, "--quick", "--loads", "aim,fio,tree,churn,dbench", "--systems", ",".join(SYSTEMS), "--out", out]
     print("$ " + " ".join(cmd), flush=True)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     print(p.stdout)
@@ -67,6 +68,13 @@ def main():
             for r in tree_rows:
                 if r["metric"] != "entries/s" or not r["median"] or r["median"] <= 0 or r["reps"] != 1:
                     fail(f"{system} {r['load']}: {r}")
+            churn = {r["users"]: r for r in mine if r["load"] == "churn"}
+            if sorted(churn) != [1, 8] or any(r["metric"] != "cycles/s" or not (r["median"] or 0) > 0
+                                               for r in churn.values()):
+                fail(f"{system}: churn rows {list(churn.values())}")
+            dbench = [r for r in mine if r["load"] == "dbench"]
+            if len(dbench) != 1 or dbench[0]["metric"] != "MB/s" or not (dbench[0]["median"] or 0) > 0:
+                fail(f"{system}: dbench rows {dbench}")
             if any((r["note"] or "").startswith("failed") for r in mine):
                 fail(f"{system} has failed cells")
         elif not (len(mine) == 1 and (mine[0]["note"] or "").startswith("skipped: ")):

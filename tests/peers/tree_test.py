@@ -145,7 +145,7 @@ class LoadsOptionTest(unittest.TestCase):
         with self.assertRaises(SystemExit) as cm, unittest.mock.patch("sys.stderr", err):
             self.parse("--loads", "fio,trees")
         self.assertEqual(cm.exception.code, main.EXIT_USAGE)
-        self.assertIn("unknown load 'trees' (one of aim, fio, tree)", err.getvalue())
+        self.assertIn("unknown load 'trees' (one of aim, fio, tree, churn, dbench)", err.getvalue())
 
     def test_source_defaults_by_mode(self):
         self.assertEqual(self.parse().tree_source, tree.FULL_SOURCE)

@@ -31,7 +31,7 @@ const std::vector<Program>& Programs() {
       {"walfs-logprint", 2}, {"walfs-trace", 2},       {"walfs-aim", 2},
       {"walfs-crashtest", 2},
       {"log_bench", 2},      {"grant_head_bench", 2}, {"trace_bench", 2},
-      {"walfs-peers", 2},    {"walfs-requests", 2},
+      {"walfs-peers", 2},    {"walfs-requests", 2},    {"walfs-churn", 2},
   };
 #ifndef WALFS_NO_HARNESS_PROGRAMS
   static const std::vector<Program> with_harnesses = [] {

@@ -17,6 +17,8 @@ import sys
 import time
 
 from . import aim as aimlib
+from . import churn as churnlib
+from . import dbench as dbenchlib
 from . import fio as fiolib
 from . import host as hostlib
 from . import plots as plotlib
@@ -26,7 +28,7 @@ from . import systems as syslib
 from . import tree as treelib
 
 EXIT_OK, EXIT_FAILED_CELL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-LOADS = ["aim", "fio", "tree"]
+LOADS = ["aim", "fio", "tree", "churn", "dbench"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,7 +65,7 @@ def parse_args(argv, bin_dir=None):
     p = _Parser(
         prog="walfs-peers",
         description="Run the same loads (walfs-aim fserver, the fio jobs in bench/fio, a small-file "
-                    "tree) on walfs and on peer filesystems, side by side, and report medians and "
+                    "tree, the create-fsync-rename loop, dbench) on walfs and on peer filesystems, side by side, and report medians and "
                     "spreads.")
     p.add_argument("--quick", action="store_true",
                    help="short cells: psync only, 6 fio jobs of 1 s, a 2-level aim ramp, the tree of "
@@ -73,7 +75,15 @@ def parse_args(argv, bin_dir=None):
     p.add_argument("--loads", default="aim,fio",
                    help="comma-separated loads: aim (walfs-aim fserver), fio (the bench/fio jobs), "
                         "tree (tar -x of --tree-source, lstat of every entry, warm and after "
-                        "dropping the kernel's caches, rm -rf; entries/s) (default aim,fio)")
+                        "dropping the kernel's caches, rm -rf; entries/s), churn (walfs-churn: create, "
+                        "write, fsync, rename, unlink; cycles/s), dbench (dbench's client loadfile; MB/s) "
+                        "(default aim,fio)")
+    p.add_argument("--churn-procs", default=",".join(str(n) for n in churnlib.PROCS), metavar="N,N",
+                   help="the churn load's process counts, one level each (default "
+                        f"{','.join(str(n) for n in churnlib.PROCS)}); --runtime seconds a level")
+    p.add_argument("--dbench-clients", type=int, metavar="N",
+                   help=f"the dbench load's clients (default {dbenchlib.CLIENTS}; --quick 2); --runtime seconds, "
+                        f"at least {dbenchlib.MIN_SECONDS}")
     p.add_argument("--tree-source", metavar="DIR",
                    help=f"the tree load's source, tarred once per run outside any timing (default "
                         f"{treelib.FULL_SOURCE}; --quick {treelib.QUICK_SOURCE})")
@@ -82,7 +92,8 @@ def parse_args(argv, bin_dir=None):
     p.add_argument("--engines", help="fio engines where O_DIRECT works (default psync,libaio,io_uring; "
                                      "--quick: psync)")
     p.add_argument("--size", help="fio SIZE (default 256m; --quick 16m)")
-    p.add_argument("--runtime", help="fio RUNTIME of time-based jobs (default 10s; --quick 1s)")
+    p.add_argument("--runtime", help="fio RUNTIME of time-based jobs, and the seconds of a churn level "
+                                     "and of dbench (default 10s; --quick 1s)")
     p.add_argument("--nrfiles", type=int, help="fio NRFILES of the metadata jobs (default 10000; --quick 1000)")
     p.add_argument("--users", help="walfs-aim ramp START:END:INCR (default 1:16:5; --quick 1:4:3)")
     p.add_argument("--aim-jobs", type=int, help="walfs-aim -j (default 100; --quick 10)")
@@ -119,6 +130,15 @@ def parse_args(argv, bin_dir=None):
     a.image_bytes = syslib.parse_size(a.image_size or ("1g" if q else "2g"))
     a.loads = [l.strip() for l in a.loads.split(",")]
     a.tree_source = a.tree_source or (treelib.QUICK_SOURCE if q else treelib.FULL_SOURCE)
+    try:
+        a.churn_procs = churnlib.parse_procs(a.churn_procs)
+        a.load_seconds = runtime_seconds(a.fio_params.runtime)
+    except ValueError as e:
+        p.error(str(e))
+    if a.dbench_clients is None:
+        a.dbench_clients = 2 if q else dbenchlib.CLIENTS
+    if not 1 <= a.dbench_clients <= 1000:
+        p.error("--dbench-clients must be 1..1000")
     for e_ in a.engines:
         if e_ not in fiolib.ENGINES:
             p.error(f"unknown engine {e_!r} (one of {', '.join(fiolib.ENGINES)})")
@@ -342,6 +362,59 @@ class Run:
                     self.fio_cell(system, mnt, job, engine, direct, raw)
         if "tree" in a.loads:
             self.tree_cells(system, mnt, ctx.facts)
+        if "churn" in a.loads:
+            self.churn_cells(system, mnt, ctx.facts, raw)
+        if "dbench" in a.loads:
+            self.dbench_cell(system, mnt, ctx.facts, raw)
+
+    def churn_cells(self, system, mnt, facts, raw):
+        a = self.args
+        key = lambda procs: (system.name, "churn", "-", "-", procs, churnlib.METRIC)
+        tool = facts.tool("walfs-churn")
+        out = os.path.join(raw, "churn.json")
+        self.log(f"  {system.name}: walfs-churn, {','.join(map(str, a.churn_procs))} processes")
+        try:
+            if not tool:
+                raise OSError(f"walfs-churn not found in {self.bin_dir}")
+            self.host.run(churnlib.command(tool, mnt, a.churn_procs, a.load_seconds, out),
+                          timeout=600 + len(a.churn_procs) * a.load_seconds)
+            with open(out) as f:
+                for procs, rate, p99 in churnlib.parse_json(f.read()):
+                    self.collector.add(key(procs), rate, p99)
+        except (hostlib.CommandFailed, OSError, ValueError, KeyError) as e:
+            for procs in a.churn_procs:
+                self.collector.fail(key(procs), f"failed: {_short(e)}")
+        self.settle(system)
+
+    def dbench_cell(self, system, mnt, facts, raw):
+        a = self.args
+        key = (system.name, "dbench", "-", "-", a.dbench_clients, dbenchlib.METRIC)
+        tool = facts.tool("dbench")
+        work = os.path.join(mnt, "dbench")
+        self.log(f"  {system.name}: dbench, {a.dbench_clients} clients")
+        try:
+            if not tool:
+                raise OSError("dbench not found (Debian package dbench)")
+            if not os.path.exists(dbenchlib.LOADFILE):
+                raise OSError(f"{dbenchlib.LOADFILE} not found (Debian package dbench)")
+            os.makedirs(work, exist_ok=True)
+            res = self.host.run(dbenchlib.command(tool, work, a.dbench_clients, dbenchlib.seconds(a.load_seconds)),
+                                timeout=600 + 2 * a.load_seconds)
+            with open(os.path.join(raw, "dbench.txt"), "w") as f:
+                f.write(res.stdout)
+            self.collector.add(key, dbenchlib.parse_throughput(res.stdout, a.dbench_clients))
+        except (hostlib.CommandFailed, OSError, dbenchlib.DbenchError) as e:
+            self.collector.fail(key, f"failed: {_short(e)}")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        self.settle(system)
+
+    def settle(self, system):
+        """The system's deferred work, untimed, so the next load is not charged with it."""
+        try:
+            system.settle(self.host)
+        except (hostlib.CommandFailed, OSError) as e:
+            self.log(f"  {system.name}: settling after the load: {_short(e)}")
 
     def tree_cells(self, system, mnt, facts):
         key = lambda phase: (system.name, phase, "-", "-", None, treelib.METRIC)
@@ -388,10 +461,19 @@ class Run:
             shutil.rmtree(work, ignore_errors=True)
 
 
+def runtime_seconds(rt):
+    """fio's RUNTIME ('10s', '500ms', '2') in seconds; ValueError for anything else."""
+    try:
+        secs = float(rt[:-2]) / 1000 if rt.endswith("ms") else float(rt[:-1] if rt.endswith("s") else rt)
+    except ValueError:
+        raise ValueError(f"bad --runtime {rt!r}: want seconds, like 10s or 500ms") from None
+    if not secs > 0:
+        raise ValueError(f"bad --runtime {rt!r}: must be above 0")
+    return secs
+
+
 def _fio_timeout(params):
-    rt = params.runtime
-    secs = float(rt[:-2]) / 1000 if rt.endswith("ms") else float(rt.rstrip("s"))
-    return 600 + 3 * secs
+    return 600 + 3 * runtime_seconds(params.runtime)
 
 
 def _short(e):

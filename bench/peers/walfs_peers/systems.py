@@ -16,7 +16,7 @@ from . import host as hostlib
 
 TOOLS = ["mkfs.xfs", "mkfs.ext4", "fuse2fs", "fusermount3", "losetup", "mount", "umount",
          "fio", "gnuplot", "walfs-aim", "mkfs.walfs", "walfs", "walfs-bench-passthrough-ll",
-         "tar", "find", "rm", "sync"]
+         "tar", "find", "rm", "sync", "walfs-churn", "dbench"]
 WAKE_MODES = ["inline", "waking", "wakeq"]
 PASSTHROUGH_BIN = "walfs-bench-passthrough-ll"
 
