@@ -34,6 +34,7 @@
 #include "fs/error_recorder.h"
 #include "fs/file_map.h"
 #include "fs/format/superblock_format.h"
+#include "fs/fs_trans.h"
 #include "fs/ialloc.h"
 #include "fs/inode.h"
 #include "journal/log.h"
@@ -140,6 +141,7 @@ struct FsCounters {
       // Writes into unwritten extents (each marks blocks written), and the
       // blocks of zeros they wrote beside their data (MountOptions::zeroout_kb).
       unwritten_conversions{0}, zeroout_blocks{0};
+  AgHeaderWaits ag_header;  // the mounted filesystem's transactions' waits (Op::Begin)
 };
 
 // The geometry walfs-growfs shows (as xfs_growfs prints it), and what a

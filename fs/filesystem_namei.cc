@@ -162,7 +162,8 @@ Result<struct stat> Filesystem::CreateNode(const Caller& c, std::uint64_t parent
     } else {
       n.format = ForkFormat::kNone;
     }
-    WALFS_ASSIGN_OR_RETURN(std::uint64_t ino, ialloc_->Pick(op.tx(), ialloc_->AgOf(parent), &n));
+    const std::uint32_t ag = dir ? ialloc_->NextDirectoryAg() : ialloc_->AgOf(parent);
+    WALFS_ASSIGN_OR_RETURN(std::uint64_t ino, ialloc_->Pick(op.tx(), ag, &n));
     // Unseen by anyone until the directory entry below: no lock needed.
     WALFS_RETURN_IF_ERROR(InheritAclsLocked(op, ino, &n, acls));
     if (remote_link) {

@@ -112,6 +112,8 @@ std::string Filesystem::StatsText() const {
       c.creates.load(), c.removes.load(), c.renames.load(), c.writes.load(), c.reads.load(),
       c.fsyncs.load(), c.bytes_written.load(), c.bytes_read.load(), c.truncates.load(),
       c.inactivated.load(), c.fsync_flushes_covered.load(), c.syncs.load());
+  out += fmt::format("ag_header_waits {}\nag_header_wait_us {}\n", c.ag_header.waits.load(),
+                     c.ag_header.wait_ns.load() / 1000);
   out += fmt::format("unwritten_conversions {}\nzeroout_blocks {}\n", c.unwritten_conversions.load(),
                      c.zeroout_blocks.load());
   return out;

@@ -55,6 +55,7 @@ Status Filesystem::Op::Begin(TransType type, std::uint64_t blocks, bool freeing)
   }
   WALFS_ASSIGN_OR_RETURN(FsTransaction tx, FsTransaction::Begin(fs_->log_.get(), type));
   tx_.emplace(std::move(tx));
+  tx_->CountAgHeaderWaits(&fs_->counters_.ag_header);
   tx_->SetPrecommit([this](FsTransaction* t) { return LogInodes(t); });
   return Status::Ok();
 }

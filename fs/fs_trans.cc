@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "base/clock.h"
+#include "base/stat_counter.h"
 
 namespace walfs::fs {
 
@@ -22,6 +24,7 @@ FsTransaction::FsTransaction(FsTransaction&& other) noexcept
       precommit_(std::move(other.precommit_)),
       held_ags_(std::move(other.held_ags_)),
       highest_ag_(other.highest_ag_),
+      ag_waits_(other.ag_waits_),
       done_(other.done_) {
   other.done_ = true;
 }
@@ -53,7 +56,14 @@ bool FsTransaction::TryHold(const BufRef& buf) NO_THREAD_SAFETY_ANALYSIS {
 bool FsTransaction::HoldAgHeader(const BufRef& agh, std::uint32_t agno) {
   if (Holds(agh)) return true;
   if (static_cast<std::int64_t>(agno) >= highest_ag_) {
-    Hold(agh);
+    if (!TryHold(agh)) {  // another transaction has it: wait, counted
+      const std::int64_t start = ag_waits_ != nullptr ? MonotonicNanos() : 0;
+      Hold(agh);
+      if (ag_waits_ != nullptr) {
+        Inc(&ag_waits_->waits);
+        Inc(&ag_waits_->wait_ns, static_cast<std::uint64_t>(MonotonicNanos() - start));
+      }
+    }
   } else if (!TryHold(agh)) {
     return false;
   }

@@ -14,6 +14,7 @@
 // within an AG the header before its bitmap and inode map blocks.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -24,6 +25,14 @@
 #include "journal/transaction.h"
 
 namespace walfs::fs {
+
+// Waits for an AG header that another transaction holds: how much the AGs'
+// locks serialize a load (every inode and block allocation and free in an
+// AG holds its header until commit, as XFS's AGI and AGF).  Counted by the
+// transactions given it (FsTransaction::CountAgHeaderWaits).
+struct AgHeaderWaits {
+  std::atomic<std::uint64_t> waits{0}, wait_ns{0};
+};
 
 class FsTransaction {
  public:
@@ -40,6 +49,9 @@ class FsTransaction {
   // AG at or above the highest one this transaction holds is waited for;
   // a lower one only try-locked.  False if that try failed.
   bool HoldAgHeader(const BufRef& agh, std::uint32_t agno);
+  // Where HoldAgHeader counts the times it had to wait, and for how long
+  // (not counted without).
+  void CountAgHeaderWaits(AgHeaderWaits* waits) { ag_waits_ = waits; }
   // Unlocks a held buffer this transaction has not logged (XFS's brelse);
   // a logged one stays held until commit.
   void Release(const BufRef& buf);
@@ -94,6 +106,7 @@ class FsTransaction {
   std::function<Status(FsTransaction*)> precommit_;
   std::vector<std::pair<const journal::BufLogItem*, std::uint32_t>> held_ags_;  // AG headers held
   std::int64_t highest_ag_ = -1;  // the highest AG whose header it holds
+  AgHeaderWaits* ag_waits_ = nullptr;
   bool done_ = false;
 };
 

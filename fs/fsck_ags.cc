@@ -148,7 +148,7 @@ Status AddUnlistedChunk(Context* c, const ChunkAt& at, ImapRecord rec) {
   ++ag.chunks;
   WALFS_RETURN_IF_ERROR(ScanChunk(c, at.agno, &rec));  // may repair its inodes, and the mask with them
   if (!c->options.repair) return Status::Ok();
-  WALFS_ASSIGN_OR_RETURN(const bool added, AddImapRecord(c->dev, sb, at.agno, ag.imap_on_disk, rec));
+  WALFS_ASSIGN_OR_RETURN(const bool added, AddImapRecord(c->dev, sb, at.agno, &ag.imap_on_disk, rec));
   if (added) c->Repaired(problem, "added");
   else r->problems[problem].message += ": the map has no room for it (left to a person)";
   return Status::Ok();

@@ -55,10 +55,10 @@ Result<std::optional<ImapRecord>> ReadUnlistedChunk(BlockDevice* device, const S
   return std::optional<ImapRecord>(rec);
 }
 
-Result<bool> AddImapRecord(BlockDevice* device, const Superblock& sb, std::uint32_t agno, std::uint32_t imap_blocks,
+Result<bool> AddImapRecord(BlockDevice* device, const Superblock& sb, std::uint32_t agno, std::uint32_t* imap_blocks,
                            const ImapRecord& rec) {
   std::vector<std::byte> b(sb.block_size);
-  for (std::uint32_t i = 0; i < imap_blocks; ++i) {
+  for (std::uint32_t i = 0; i < *imap_blocks; ++i) {
     const std::uint64_t blkno = sb.AgStart(agno) + format::AgImapStart(sb) + i;
     WALFS_RETURN_IF_ERROR(device->Read(blkno * sb.block_size, b.data(), b.size()));
     if (!format::VerifyImapBlock(b, sb, agno, i).ok()) continue;  // reported by the scan
@@ -70,7 +70,17 @@ Result<bool> AddImapRecord(BlockDevice* device, const Superblock& sb, std::uint3
       return true;
     }
   }
-  return false;
+  // Every written block is full: the next one, made real as the allocator
+  // makes it (fs/ag_blocks.h), if the AG has one left unwritten.
+  if (!sb.uninit_ag() || *imap_blocks >= sb.imap_blocks) return false;
+  const std::uint32_t index = *imap_blocks;
+  format::InitImapBlock(sb, agno, index, b);
+  format::PutImapRecord(b, 0, rec);
+  format::SealBlock(b);
+  const std::uint64_t blkno = sb.AgStart(agno) + format::AgImapStart(sb) + index;
+  WALFS_RETURN_IF_ERROR(device->Write(blkno * sb.block_size, b.data(), b.size()));
+  *imap_blocks = index + 1;
+  return true;
 }
 
 }  // namespace walfs::fs

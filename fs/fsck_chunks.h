@@ -51,9 +51,13 @@ Result<std::optional<format::ImapRecord>> ReadUnlistedChunk(BlockDevice* device,
                                                             const ChunkAt& at, std::uint64_t named);
 
 // Puts `rec` in the first unused slot of AG `agno`'s inode map, among its
-// first `imap_blocks` blocks (those on disk) that verify; false if none has
-// room.  The block is written (sealed); the caller flushes.
+// first `*imap_blocks` blocks (those on disk) that verify.  When none has
+// room and the AG's map has blocks not yet written (uninit_ag: an AG whose
+// first chunks the map on disk never heard of), the next one is written,
+// empty but for `rec`, and `*imap_blocks` counts it (the AG header's
+// imap_init must then say so: fsck's counter phase writes it).  False if
+// the map is full.  The block is written (sealed); the caller flushes.
 Result<bool> AddImapRecord(BlockDevice* device, const format::Superblock& sb, std::uint32_t agno,
-                           std::uint32_t imap_blocks, const format::ImapRecord& rec);
+                           std::uint32_t* imap_blocks, const format::ImapRecord& rec);
 
 }  // namespace walfs::fs

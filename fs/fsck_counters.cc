@@ -35,7 +35,10 @@ Status CheckCounters(Context* c) {
       want.icount = counted_icount;
       want.ifree = ag.free_inodes;
       want.chunks = ag.chunks;
-      if (sb.uninit_ag()) want.bitmap_init = ag.bitmap_on_disk;
+      if (sb.uninit_ag()) {
+        want.bitmap_init = ag.bitmap_on_disk;
+        want.imap_init = ag.imap_on_disk;
+      }
       b.assign(sb.block_size, std::byte{0});
       EncodeAgHeader(want, sb, b);
       WALFS_RETURN_IF_ERROR(c->dev->Write(sb.AgStart(agno) * sb.block_size, b.data(), b.size()));
@@ -56,12 +59,16 @@ Status CheckCounters(Context* c) {
     want.icount = counted_icount;
     want.ifree = ag.free_inodes;
     want.chunks = ag.chunks;
-    if (sb.uninit_ag()) want.bitmap_init = ag.bitmap_on_disk;  // raised by a bitmap repair
-    if (want.bitmap_init != ag.header.bitmap_init) {
+    if (sb.uninit_ag()) {
+      want.bitmap_init = ag.bitmap_on_disk;  // raised by a bitmap repair
+      want.imap_init = ag.imap_on_disk;      // raised by a chunk added to the map (fsck_chunks.h)
+    }
+    if (want.bitmap_init != ag.header.bitmap_init || want.imap_init != ag.header.imap_init) {
       b.assign(sb.block_size, std::byte{0});
       EncodeAgHeader(want, sb, b);
       WALFS_RETURN_IF_ERROR(c->dev->Write(sb.AgStart(agno) * sb.block_size, b.data(), b.size()));
       ag.header.bitmap_init = want.bitmap_init;
+      ag.header.imap_init = want.imap_init;
     }
     if (want.free_blocks == ag.header.free_blocks && want.icount == ag.header.icount &&
         want.ifree == ag.header.ifree && want.chunks == ag.header.chunks)

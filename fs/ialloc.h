@@ -15,6 +15,7 @@
 // transaction.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 
@@ -70,6 +71,14 @@ class InodeAllocator {
   std::uint32_t AgOf(std::uint64_t ino) const {
     return static_cast<std::uint32_t>((BlockOf(ino) - sb_->data_start()) / sb_->ag_blocks);
   }
+  // The AG to prefer for a new directory: the next one in turn (XFS's
+  // inode64 rotor, xfs_ialloc_next_ag).  A file goes where its directory
+  // is, a directory goes to the next AG, so directory trees -- and the
+  // processes working in them -- spread over the AGs instead of all
+  // allocating under AG 0's header, the root's.
+  std::uint32_t NextDirectoryAg() {
+    return dir_rotor_.fetch_add(1, std::memory_order_relaxed) % sb_->ag_count;
+  }
 
  private:
   struct MapSlot {
@@ -95,6 +104,9 @@ class InodeAllocator {
   BufCache* const cache_;
   Allocator* const alloc_;
   const format::Superblock* const sb_;
+  // Only a placement hint: relaxed, and any value is a valid start (Pick
+  // takes it modulo the AG count it reads).
+  std::atomic<std::uint32_t> dir_rotor_{0};
 };
 
 }  // namespace walfs::fs

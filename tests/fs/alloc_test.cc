@@ -269,6 +269,37 @@ TEST_F(AllocTest, AFullGoalAgFallsBackToABusyLowerAgByWaiting) {
   EXPECT_LT(e->disk_block, sb_.AgStart(1));
 }
 
+// A transaction that finds an AG header held waits for it, and counts the
+// wait where it was told to; one that finds it free counts nothing.
+TEST_F(AllocTest, AWaitForABusyAgHeaderIsCountedWithItsTime) {
+  AgHeaderWaits waits;
+  auto agh0 = cache_->Read(sb_.AgStart(0), format::BlockType::kAgHeader);
+  ASSERT_TRUE(agh0.ok());
+  {
+    auto free_tx = FsTransaction::Begin(log_.get(), journal::TransType::kWrite);
+    ASSERT_TRUE(free_tx.ok());
+    free_tx->CountAgHeaderWaits(&waits);
+    ASSERT_TRUE(free_tx->HoldAgHeader(*agh0, 0));
+    free_tx->Cancel();
+  }
+  EXPECT_EQ(waits.waits.load(), 0u);
+  auto holder = FsTransaction::Begin(log_.get(), journal::TransType::kWrite);
+  ASSERT_TRUE(holder.ok());
+  ASSERT_TRUE(holder->HoldAgHeader(*agh0, 0));
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    holder->Cancel();
+  });
+  auto waiter = FsTransaction::Begin(log_.get(), journal::TransType::kWrite);
+  ASSERT_TRUE(waiter.ok());
+  waiter->CountAgHeaderWaits(&waits);
+  ASSERT_TRUE(waiter->HoldAgHeader(*agh0, 0));
+  release.join();
+  waiter->Cancel();
+  EXPECT_EQ(waits.waits.load(), 1u);
+  EXPECT_GE(waits.wait_ns.load(), 20'000'000u) << "the wait lasted until the holder let go";
+}
+
 // The inode allocator holds an AG's header and its inode map block while
 // it asks for a chunk in that AG.  When the AG has no room the header must
 // stay held: letting it go alone let another transaction take it and wait

@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -96,6 +97,27 @@ TEST_F(FilesystemTest, MkdirLinksTheNewDirectoryToItsParent) {
   EXPECT_EQ(l.at(".."), a);
   EXPECT_EQ(l.at("."), b);
   EXPECT_EQ(l.size(), 2u);
+}
+
+// XFS's inode64 rotor: a new directory goes to the next AG in turn, a file
+// to its directory's AG, so processes working in their own directories
+// allocate under different AG headers.
+TEST_F(FilesystemTest, NewDirectoriesTakeTheAgsInTurnAndFilesStayWithTheirDirectory) {
+  Make(64ull << 20, {.ag_count = 4});
+  const format::Superblock& sb = fs_->superblock();
+  auto ag_of = [&](std::uint64_t ino) { return (ino / sb.inodes_per_block() - sb.data_start()) / sb.ag_blocks; };
+  std::set<std::uint64_t> ags;
+  std::vector<std::uint64_t> dirs;
+  for (int i = 0; i < 4; ++i) {
+    dirs.push_back(Mkdir(root_, "d" + std::to_string(i)));
+    ags.insert(ag_of(dirs.back()));
+  }
+  EXPECT_EQ(ags.size(), 4u) << "four directories in a row went to four AGs";
+  for (const std::uint64_t d : dirs) {
+    for (int f = 0; f < 3; ++f) EXPECT_EQ(ag_of(Create(d, "f" + std::to_string(f))), ag_of(d));
+  }
+  // A fifth directory starts the round again, below another directory too.
+  EXPECT_EQ(ag_of(Mkdir(dirs[2], "sub")), ag_of(dirs[0]));
 }
 
 TEST_F(FilesystemTest, SymlinksKeepShortAndLongTargets) {

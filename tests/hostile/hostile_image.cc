@@ -241,7 +241,12 @@ Result<BaseImage> BuildBaseImage(Flavour flavour) {
     kMount.commit_interval_s = 0;
     kMount.lazy_commit_ms = 0;
   }
-  WALFS_ASSIGN_OR_RETURN(Superblock sb, Check(fs::MakeFilesystem(dev.get(), {.block_size = 1024, .ag_count = 2,
+  // Three AGs: a new directory takes the next AG in turn from AG 0 at every
+  // mount (fs/ialloc.h), so the log-damage steps' two directories and their
+  // files land in AGs 0 and 1, and AG 2's header is one the log never
+  // rewrites -- the block FsckRebuild's specs damage (replay would mend a
+  // logged one before fsck saw it).
+  WALFS_ASSIGN_OR_RETURN(Superblock sb, Check(fs::MakeFilesystem(dev.get(), {.block_size = 1024, .ag_count = 3,
                                                                              .label = "hostile", .now_s = 1}),
                                               "mkfs"));
   {
