@@ -143,8 +143,10 @@ void WritebackPush::HelperMain(Shared* shared, const char* mountpoint, unsigned 
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 
-  // The files the helper holds open, by slot (the node id each holds).
+  // The files the helper holds open, by slot (the node id each holds), and
+  // the node id each slot held at the last push.
   std::uint64_t held[kFileSlots] = {};
+  Seen seen[kFileSlots] = {};
   int fds[kFileSlots];
   for (int& fd : fds) fd = -1;
   for (;;) {
@@ -160,6 +162,7 @@ void WritebackPush::HelperMain(Shared* shared, const char* mountpoint, unsigned 
         if (fds[i] >= 0) ::close(fds[i]);
         fds[i] = -1;
         held[i] = 0;
+        seen[i] = Seen{};
       }
       continue;
     }
@@ -169,7 +172,7 @@ void WritebackPush::HelperMain(Shared* shared, const char* mountpoint, unsigned 
       shared->skipped.fetch_add(1);  // unmounted, or covered by another mount
       continue;
     }
-    const bool ok = PushOnce(shared, tree, held, fds);
+    const bool ok = PushOnce(shared, tree, held, seen, fds);
     ::close(tree);  // the superblock may end here, if the mount was unmounted meanwhile
     shared->latency_ns.Record(MonotonicNanos() - start);
     shared->pushes.fetch_add(1);
@@ -177,7 +180,7 @@ void WritebackPush::HelperMain(Shared* shared, const char* mountpoint, unsigned 
   }
 }
 
-bool WritebackPush::PushOnce(Shared* shared, int tree, std::uint64_t* held, int* fds) {
+bool WritebackPush::PushOnce(Shared* shared, int tree, std::uint64_t* held, Seen* seen, int* fds) {
   // The clone's root, open for reading: what open_by_handle_at takes as
   // the mount (not an O_PATH descriptor) and syncfs needs.  walfs refuses
   // OPENDIR once (skip_opendir) and the kernel stops asking, so this costs
@@ -191,12 +194,23 @@ bool WritebackPush::PushOnce(Shared* shared, int tree, std::uint64_t* held, int*
   const int first = static_cast<int>(shared->pushes.load() % kFileSlots);
   for (int n = 0; n < kFileSlots; ++n) {
     const int i = (first + n) % kFileSlots;
+    // The count before the id: a slot given to a file between the two loads
+    // reads as new (one push's wait), never as the file seen before.
+    const std::uint32_t opens = shared->file_opens[i].load(std::memory_order_acquire);
     const std::uint64_t id = shared->files[i].load(std::memory_order_acquire);
+    const bool new_here = id != seen[i].id || opens != seen[i].opens;
+    seen[i] = Seen{id, opens};
     if (id != held[i]) {
       if (fds[i] >= 0) ::close(fds[i]);  // its writers are gone (or the slot holds another file now)
       fds[i] = -1;
       held[i] = 0;
-      if (id != 0) {
+      // A file first seen now waits for the next push: one open for less
+      // than an interval is written back by its own close (the kernel's
+      // flush at close writes its pages and waits), and opening it here
+      // would only add an OPEN and a RELEASE -- whose flush marks the
+      // file's cached block count stale, so the owner's next stat(2) asks
+      // walfs again (RequestDiet.AttributesStayCachedPastASecond, CI).
+      if (id != 0 && !new_here) {
         fds[i] = OpenByNodeId(root, id);
         // Gone already (ESTALE), or refused: syncfs covers it this time,
         // and the next push tries again.
@@ -232,6 +246,7 @@ void WritebackPush::FileOpened(std::uint64_t nodeid) {
   if (shared_ == nullptr) return;
   for (auto& slot : shared_->files) {
     if (slot.load(std::memory_order_relaxed) == 0) {
+      shared_->file_opens[&slot - shared_->files].fetch_add(1, std::memory_order_release);
       slot.store(nodeid, std::memory_order_release);
       return;
     }

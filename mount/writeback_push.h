@@ -15,7 +15,9 @@
 // a helper process of the daemon (below) writes those files' dirty pages
 // back: sync_file_range(SYNC_FILE_RANGE_WRITE) on each of them (the daemon
 // tells the helper which, by node id; the helper opens each once, by
-// handle, and keeps it open while it is written through the cache).  That
+// handle, from the second push that finds it open -- one closed sooner was
+// written back by its own close -- and keeps it open while it is written
+// through the cache).  That
 // starts write-back of exactly those files in the helper's own task.  It
 // used to call syncfs(2) alone, which asks the flusher to write back as
 // many pages as are dirty in the whole system (writeback_inodes_sb), skips
@@ -126,6 +128,9 @@ class WritebackPush {
     // slot), written by the daemon under the guard's lock, read by the
     // helper; `untracked` counts those that found no slot.
     std::atomic<std::uint64_t> files[kFileSlots] = {};
+    // Bumped each time a slot is given to a file: the helper tells a file
+    // still open from the same file opened again.
+    std::atomic<std::uint32_t> file_opens[kFileSlots] = {};
     std::atomic<std::uint32_t> untracked{0};
     std::atomic<std::uint64_t> file_pushes{0};  // sync_file_range calls
     std::atomic<std::uint64_t> syncfs_pushes{0};
@@ -142,8 +147,14 @@ class WritebackPush {
   [[noreturn]] static void HelperMain(Shared* shared, const char* mountpoint, unsigned dev_major,
                                       unsigned dev_minor, std::int64_t interval_ns, pid_t parent);
   // One push (the helper): each tracked file, then syncfs if needed.
-  // `held`/`fds`: the helper's open descriptors, by slot.  False: a call failed.
-  static bool PushOnce(Shared* shared, int tree, std::uint64_t* held, int* fds);
+  // `held`/`fds`: the helper's open descriptors, by slot; `seen`: what each
+  // slot held at the last push, its node id and `file_opens` (a file is
+  // opened from the second push that finds it open).  False: a call failed.
+  struct Seen {
+    std::uint64_t id = 0;
+    std::uint32_t opens = 0;
+  };
+  static bool PushOnce(Shared* shared, int tree, std::uint64_t* held, Seen* seen, int* fds);
 
   const Options options_;
   Shared* shared_ = nullptr;  // an anonymous MAP_SHARED mapping
