@@ -398,8 +398,8 @@ class Run:
             if not os.path.exists(dbenchlib.LOADFILE):
                 raise OSError(f"{dbenchlib.LOADFILE} not found (Debian package dbench)")
             os.makedirs(work, exist_ok=True)
-            res = self.host.run(dbenchlib.command(tool, work, a.dbench_clients, dbenchlib.seconds(a.load_seconds)),
-                                timeout=600 + 2 * a.load_seconds)
+            seconds = dbenchlib.seconds(a.load_seconds)
+            res = self.host.run(dbenchlib.command(tool, work, a.dbench_clients, seconds), timeout=600 + 2 * seconds)
             with open(os.path.join(raw, "dbench.txt"), "w") as f:
                 f.write(res.stdout)
             self.collector.add(key, dbenchlib.parse_throughput(res.stdout, a.dbench_clients))
