@@ -144,7 +144,7 @@ void WritebackPush::HelperMain(Shared* shared, const char* mountpoint, unsigned 
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 
   // The files the helper holds open, by slot (the node id each holds), and
-  // the node id each slot held at the last push.
+  // what each slot held at the last push (node id and open count).
   std::uint64_t held[kFileSlots] = {};
   Seen seen[kFileSlots] = {};
   int fds[kFileSlots];
