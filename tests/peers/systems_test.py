@@ -47,6 +47,21 @@ class SkipReasonTest(unittest.TestCase):
         self.assertIn("fuse2fs", reasons(facts(missing=["fuse2fs"]))["fuse2fs"])
         self.assertIn("not built", reasons(facts(missing=[systems.PASSTHROUGH_BIN]))["passthrough"])
 
+    def test_passthrough_hp_needs_its_build_root_and_for_its_ring_row_the_rings(self):
+        self.assertIn("scripts/build-passthrough-hp.sh",
+                      reasons(facts(missing=[systems.PASSTHROUGH_HP_BIN]))["passthrough-hp-uring"])
+        self.assertIn("needs root", reasons(facts(root=False))["passthrough-hp"])
+        self.assertIn("/dev/fuse", reasons(facts(fuse=False))["passthrough-hp"])
+        off = reasons(facts(fuse_uring=False))
+        self.assertIn("--enable-uring", off["passthrough-hp-uring"])
+        self.assertIsNone(off["passthrough-hp"])
+        self.assertIn("no FUSE over io_uring", reasons(facts(fuse_uring=None))["passthrough-hp-uring"])
+
+    def test_io_uring_instances_are_counted_from_a_process_descriptors(self):
+        import os
+        self.assertEqual(systems.count_io_uring_fds(os.getpid()), 0)
+        self.assertEqual(systems.count_io_uring_fds(2 ** 22 + 1), 0)   # no such process
+
     def test_walfs_rows_wait_for_the_mount(self):
         r = reasons(facts(missing=["walfs"]))
         walfs = [n for n in r if n.startswith("walfs-")]
@@ -55,7 +70,7 @@ class SkipReasonTest(unittest.TestCase):
             self.assertIn("build/bin/walfs does not exist yet", r[n])
 
     def test_walfs_over_the_rings_needs_the_kernel_to_offer_them(self):
-        ring_rows = [s.name for s in systems.all_systems() if s.name.endswith("-uring")]
+        ring_rows = [s.name for s in systems.all_systems() if s.name.startswith("walfs-") and s.name.endswith("-uring")]
         self.assertEqual(sorted(ring_rows), sorted(
             f"walfs-{m}{log}-uring" for m in systems.WAKE_MODES for log in ("", "-minlog")))
         off = reasons(facts(fuse_uring=False))

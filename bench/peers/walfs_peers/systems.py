@@ -16,9 +16,10 @@ from . import host as hostlib
 
 TOOLS = ["mkfs.xfs", "mkfs.ext4", "fuse2fs", "fusermount3", "losetup", "mount", "umount",
          "fio", "gnuplot", "walfs-aim", "mkfs.walfs", "walfs", "walfs-bench-passthrough-ll",
-         "tar", "find", "rm", "sync", "walfs-churn", "dbench"]
+         "tar", "find", "rm", "sync", "walfs-churn", "dbench", "walfs-bench-passthrough-hp"]
 WAKE_MODES = ["inline", "waking", "wakeq"]
 PASSTHROUGH_BIN = "walfs-bench-passthrough-ll"
+PASSTHROUGH_HP_BIN = "walfs-bench-passthrough-hp"
 
 # mkfs.xfs (xfsprogs >= 5.19) refuses logs under 64 MiB on the command line;
 # the format and the kernel accept down to the geometry's minimum, which
@@ -142,6 +143,7 @@ class System:
             with open(errlog) as f:
                 lines = [l.strip() for l in f if l.strip()]
             raise SetupError(f"{os.path.basename(cmd[0])} {e}" + (f": {lines[-1]}" if lines else "")) from None
+        return proc
 
 
 def _unlink(path):
@@ -291,6 +293,71 @@ class Passthrough(System):
                 f"{self.nofile} (the hard RLIMIT_NOFILE; above it needs CAP_SYS_RESOURCE)")
 
 
+class PassthroughHp(System):
+    """libfuse 3.18's example/passthrough_hp (scripts/build-passthrough-hp.sh
+    builds it from Debian's fuse3 source package): over /dev/fuse, or over
+    the kernel's FUSE-over-io_uring rings with libfuse's own ring code (`-o
+    io_uring`: a queue and a pinned thread per CPU).  Its defaults, as the
+    issue measured it: kernel passthrough of reads and writes to the source
+    files (FUSE_PASSTHROUGH), a day's attribute and entry timeouts, no
+    writeback cache."""
+    fuse = True
+
+    def __init__(self, transport="dev"):
+        super().__init__()
+        self.transport = transport
+        self.name = "passthrough-hp" + ("-uring" if transport == "uring" else "")
+        self.summary = ("libfuse 3.18's example/passthrough_hp over a directory on the image filesystem, "
+                        + ("over the io_uring rings (-o io_uring)" if transport == "uring" else "over /dev/fuse"))
+
+    def skip_reason(self, facts):
+        r = _fuse_reason(facts)
+        if r:
+            return r
+        if not facts.tool(PASSTHROUGH_HP_BIN):
+            return (f"{PASSTHROUGH_HP_BIN} not built: scripts/build-passthrough-hp.sh builds it "
+                    "(libfuse 3.18 from Debian's fuse3 source package)")
+        if not facts.is_root:
+            return "needs root (passthrough_hp's kernel passthrough of reads and writes needs CAP_SYS_ADMIN)"
+        if self.transport == "uring":
+            return fuse_uring_reason(facts)
+        return None
+
+    def _setup(self, ctx):
+        src = self._mkdir(ctx, self.name + ".src")
+        self._stack.callback(_rmtree, src)
+        self.info["image"] = f"directory {src}"
+        cmd = [ctx.facts.tool(PASSTHROUGH_HP_BIN), "--foreground"]
+        if self.transport == "uring":
+            cmd += ["-o", "io_uring"]
+        proc = self._spawn_fuse(ctx, cmd + [src, self.mnt], nofile=hostlib.max_nofile())
+        # libfuse 3.18 serves /dev/fuse, silently, when the kernel's INIT
+        # does not offer the rings: that row would measure the wrong thing.
+        # A stat returns once INIT is answered, and libfuse makes its rings before it answers.
+        os.stat(self.mnt)
+        rings = count_io_uring_fds(proc.pid)
+        if self.transport == "uring" and not rings:
+            raise SetupError("asked for -o io_uring, the daemon holds no io_uring: libfuse served /dev/fuse "
+                             f"(see {self.name}.daemon.log)")
+        if self.transport == "uring":
+            self.info["mount"] += f" ({rings} io_uring rings)"
+
+
+def count_io_uring_fds(pid):
+    """How many io_uring instances process pid holds open (0 when it cannot be read)."""
+    n = 0
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[io_uring]":
+                    n += 1
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return n
+
+
 def _rmtree(path):
     import shutil
     shutil.rmtree(path, ignore_errors=True)
@@ -424,6 +491,7 @@ def all_systems():
         Fuse2fs(),
         Passthrough(),
     ]
+    systems += [PassthroughHp(transport) for transport in TRANSPORTS]
     for transport in TRANSPORTS:
         for small in (True, False):
             for mode in WAKE_MODES:
