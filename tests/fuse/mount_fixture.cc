@@ -116,7 +116,9 @@ std::string WalfsMount::Create(const std::string& prefix) {
     }
   }
   if (config_.image_size.empty()) return "";
-  ToolRun mkfs = RunTool(BinDir() + "/mkfs.walfs -q -f " + image_ + " " + config_.image_size);
+  std::string mkfs_command = BinDir() + "/mkfs.walfs -q -f";
+  for (const auto& a : config_.mkfs_args) mkfs_command += " " + a;
+  ToolRun mkfs = RunTool(mkfs_command + " " + image_ + " " + config_.image_size);
   if (mkfs.exit_code != 0) return "mkfs.walfs failed:\n" + mkfs.out;
   return "";
 }

@@ -55,6 +55,7 @@ struct MountConfig {
   std::vector<std::string> options = {};  // each passed as `-o opt`
   int mount_timeout_s = 10;  // for the mount to appear
   int exit_timeout_s = 10;   // for the daemon to exit after the unmount
+  std::vector<std::string> mkfs_args = {};  // more mkfs.walfs arguments ("-l", "size=N")
 };
 
 // Why this machine cannot mount FUSE filesystems, or "" if it can.

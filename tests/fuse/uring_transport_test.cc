@@ -8,10 +8,13 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -162,6 +165,65 @@ TEST_F(UringTransport, CallersOnEveryCpuAtOnceEachGetTheirOwnReplies) {
   }
 }
 
+// A lazy unmount (umount -l) while callers on every CPU write and fsync
+// through the rings: the detached mount keeps serving the files they hold
+// open, every caller's calls return, and once the last is closed the
+// kernel ends the connection -- it cancels the lanes' entries -- and the
+// daemon exits on its own.  What each fsync acknowledged is on the image
+// when it is mounted again.
+TEST_F(UringTransport, ALazyUnmountWithRequestsInFlightEndsEveryCallerAndTheDaemon) {
+  WALFS_REQUIRE_WALFS();
+  if (geteuid() != 0) GTEST_SKIP() << "umount -l needs root";
+  if (!KernelOffersRings()) GTEST_SKIP() << "the fuse module's enable_uring is off here";
+  const int cpus = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  const int callers = 2 * cpus;
+  constexpr std::size_t kRecord = 4096;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> umount_done{false};
+  std::atomic<int> after_detach{0};
+  std::vector<long> synced(callers, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < callers; ++t) {
+    threads.emplace_back([&, t] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(t % cpus, &set);
+      pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+      const std::string name = Path("u" + std::to_string(t));
+      const int fd = open(name.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+      ASSERT_GE(fd, 0) << name << ": " << strerror(errno);
+      const std::string record(kRecord, static_cast<char>('A' + t));
+      bool counted = false;
+      while (!stop.load()) {
+        if (write(fd, record.data(), kRecord) != static_cast<ssize_t>(kRecord) || fsync(fd) != 0) {
+          ADD_FAILURE() << name << ": " << strerror(errno) << " after " << synced[t] << " records";
+          break;
+        }
+        ++synced[t];
+        if (!counted && umount_done.load()) {
+          counted = true;
+          after_detach.fetch_add(1);
+        }
+      }
+      EXPECT_SYS(close(fd));
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_SYS(umount2(Root().c_str(), MNT_DETACH));
+  umount_done.store(true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  stop.store(true);
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(after_detach.load(), callers) << "every caller's files still served after the detach";
+  EXPECT_EQ(WaitForDaemonExit(10), "") << "walfs must exit once its last user is gone";
+  MountAgain();  // the suite's teardown unmounts and checks it
+  for (int t = 0; t < callers; ++t) {
+    const std::string body = ReadFile(Path("u" + std::to_string(t)));
+    EXPECT_GE(body.size(), synced[t] * kRecord) << "caller " << t;
+    EXPECT_EQ(body.find_first_not_of(static_cast<char>('A' + t)), std::string::npos) << "caller " << t;
+  }
+}
+
 // A READ's data is read straight into the lane's payload buffer, the one
 // the reply goes back in (SessionIo::ReplyBuffer): the rings copy it no
 // more than /dev/fuse's writev does.  O_DIRECT reads reach the daemon
@@ -247,6 +309,72 @@ TEST_F(UringCommitFault, AMalformedRingCommandIsRefusedWithEinval) {
   if (KernelOffersRings()) {
     EXPECT_EQ(Command("ring_commit 0"), 0) << "0 disarms";
   }
+}
+
+// Log space over the rings.  With the smallest log mkfs.walfs accepts (it
+// holds three of the largest reservation, a setxattr's), eight callers on
+// CPU 0 creating files and setting an xattr on each keep that queue's four
+// lanes in transactions whose reservations are more than the log holds:
+// lanes sleep for log space while the others hold it (12-52 sleeps a run
+// here).  Nothing but the log's own threads frees log space (the AIL writes
+// back what pins the tail, a log write moves it), never another FUSE
+// request, so the sleepers are woken and every caller is served; were space
+// freed by a request, a queue whose lanes all sleep could never take it.
+std::string SmallestLogBytes() {
+  const std::string probe = "/tmp/walfs-uring-logspace-probe-" + std::to_string(getpid());
+  const ToolRun r = RunTool(BinDir() + "/mkfs.walfs -f -l size=4096 " + probe + " 64m");
+  unlink(probe.c_str());
+  const std::size_t at = r.out.find("at least ");
+  if (at == std::string::npos) return "";
+  const long long least = std::atoll(r.out.c_str() + at + 9);
+  return std::to_string((least + 4095) / 4096 * 4096);
+}
+
+class UringLogSpace : public MountedFs {
+ public:
+  static void SetUpTestSuite() {
+    const std::string least = SmallestLogBytes();
+    ASSERT_FALSE(least.empty()) << "mkfs.walfs did not say the smallest log";
+    MountSuite({.image_size = "256m",
+                .options = {"transport=uring", "uring_lanes=4"},
+                .mkfs_args = {"-l", "size=" + least}});
+  }
+};
+
+TEST_F(UringLogSpace, LanesAsleepForLogSpaceAreWokenByTheLogAndEveryCallerIsServed) {
+  WALFS_REQUIRE_WALFS();
+  if (!KernelOffersRings()) GTEST_SKIP() << "the fuse module's enable_uring is off here";
+  const long long sleeps = StatValue(Root(), "reserve_sleeps");
+  constexpr int kCallers = 8;
+  constexpr int kFiles = 150;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kCallers; ++t) {
+    threads.emplace_back([&, t] {
+      PinToCpu0();
+      for (int i = 0; i < kFiles; ++i) {
+        const std::string name = Path("s" + std::to_string(t) + "_" + std::to_string(i));
+        WriteFile(name, std::string(100 + i, 'l'));
+        // An xattr's reservation is the largest there is: two are most of the log.
+        EXPECT_SYS(setxattr(name.c_str(), "user.walfs", name.data(), name.size(), 0));
+        if (i % 2 == 1) {
+          EXPECT_SYS(unlink(name.c_str()));
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string stats = StatsText(Root());
+  EXPECT_GT(StatValue(Root(), "reserve_sleeps") - sleeps, 0) << "no transaction slept for log space:\n" << stats;
+  EXPECT_LT(seconds, 60) << stats;
+  EXPECT_EQ(StatValue(Root(), "fuse_uring_errors"), 0) << stats;
+  EXPECT_GT(StatValue(Root(), "fuse_uring_q0_requests"), kCallers * kFiles) << stats;
+  for (int t = 0; t < kCallers; ++t)
+    for (int i = 0; i < kFiles; i += 2) {
+      const std::string name = Path("s" + std::to_string(t) + "_" + std::to_string(i));
+      EXPECT_EQ(ReadFile(name), std::string(100 + i, 'l')) << name;
+    }
 }
 
 class DevTransport : public MountedFs {

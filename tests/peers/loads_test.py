@@ -86,7 +86,8 @@ class CommandLineTest(unittest.TestCase):
     def test_bad_values_are_usage_errors(self):
         for argv, what in ((["--churn-procs", "0"], "--churn-procs"), (["--dbench-clients", "0"], "--dbench-clients"),
                            (["--runtime", "soon"], "--runtime"), (["--runtime", "0s"], "--runtime"),
-                           (["--loads", "churn,bogus"], "unknown load 'bogus'")):
+                           (["--loads", "churn,bogus"], "unknown load 'bogus'"),
+                           (["--walfs-lanes", "0"], "--walfs-lanes"), (["--walfs-lanes", "65"], "--walfs-lanes")):
             code, err = usage_error(argv)
             self.assertEqual(code, main.EXIT_USAGE, argv)
             self.assertIn(what, err)

@@ -102,6 +102,11 @@ class ParserTest(unittest.TestCase):
         self.assertEqual(systems.walfs_mount_options("inline", 64),
                          "wake=inline,transport=dev,max_threads=64,threads=64")
 
+    def test_walfs_ring_lanes_go_only_to_a_mount_over_the_rings(self):
+        self.assertEqual(systems.walfs_mount_options("wakeq", None, "uring", 32),
+                         "wake=wakeq,transport=uring,uring_lanes=32")
+        self.assertEqual(systems.walfs_mount_options("wakeq", None, "dev", 32), "wake=wakeq,transport=dev")
+
     def test_walfs_minimum_log_is_rounded_up_to_blocks(self):
         msg = "the log must hold 3 of them: at least 701432 bytes"
         self.assertEqual(systems.parse_walfs_min_log(msg), 172 * 4096)

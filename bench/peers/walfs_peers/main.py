@@ -100,6 +100,10 @@ def parse_args(argv, bin_dir=None):
     p.add_argument("--walfs-threads", type=int, metavar="N",
                    help="FUSE worker threads of the walfs mounts (-o max_threads=N,threads=N; default "
                         "libfuse's 10): more concurrent transactions, so log space can run out")
+    p.add_argument("--walfs-lanes", type=int, metavar="N",
+                   help="lanes of each CPU's ring queue in the walfs-*-uring mounts (-o uring_lanes=N, "
+                        "1..64; default walfs's 4): the requests a queue serves at once, as "
+                        "--walfs-threads is for /dev/fuse")
     p.add_argument("--image-size", help="image and tmpfs size (default 2g; --quick 1g)")
     p.add_argument("--disk", metavar="DIR",
                    help="put images (and the passthrough's source directory) on DIR instead of tmpfs")
@@ -152,6 +156,8 @@ def parse_args(argv, bin_dir=None):
         p.error("--reps must be at least 1")
     if a.walfs_threads is not None and not 1 <= a.walfs_threads <= 100000:
         p.error("--walfs-threads must be 1..100000")
+    if a.walfs_lanes is not None and not 1 <= a.walfs_lanes <= 64:
+        p.error("--walfs-lanes must be 1..64")
     return a
 
 
@@ -529,7 +535,8 @@ def main(argv=None, bin_dir=None, source_dir=None):
     run_dir = os.path.join(base, f"{hostlib.RUN_PREFIX}{os.getpid()}")
     os.makedirs(run_dir, exist_ok=True)
     env_rows = versions(run.host, facts, source_dir, args)
-    ctx = syslib.Ctx(run.host, facts, run_dir, args.image_bytes, log, args.walfs_threads)
+    ctx = syslib.Ctx(run.host, facts, run_dir, args.image_bytes, log, args.walfs_threads,
+                      args.walfs_lanes)
     info = {s.name: {} for s in chosen}
     interrupted = False
     start = time.monotonic()

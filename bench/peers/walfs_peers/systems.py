@@ -35,10 +35,11 @@ def parse_size(text):
 
 
 class Ctx:
-    def __init__(self, host, facts, run_dir, image_size, log, walfs_threads=None):
+    def __init__(self, host, facts, run_dir, image_size, log, walfs_threads=None, walfs_lanes=None):
         self.host, self.facts, self.run_dir = host, facts, run_dir
         self.image_size, self.log = image_size, log
         self.walfs_threads = walfs_threads   # FUSE worker threads of the walfs mounts (None: libfuse's)
+        self.walfs_lanes = walfs_lanes       # lanes per ring queue of the walfs-*-uring mounts (None: walfs's)
 
 
 class SetupError(Exception):
@@ -410,7 +411,7 @@ class Walfs(System):
                 raise SetupError("mkfs.walfs did not report its minimum log size")
             args = ["-l", f"size={least}"]
         self._run(ctx, [mkfs, "-q", "-f"] + args + [img], record="mkfs")
-        options = walfs_mount_options(self.mode, ctx.walfs_threads, self.transport)
+        options = walfs_mount_options(self.mode, ctx.walfs_threads, self.transport, ctx.walfs_lanes)
         self._spawn_fuse(ctx, [ctx.facts.tool("walfs"), img, self.mnt, "-f", "-o", options])
         # transport=uring falls back to /dev/fuse (with a warning) when the
         # kernel takes no ring entry: that row would measure the wrong thing.
@@ -429,17 +430,20 @@ class Walfs(System):
             f.write("\n")
 
 
-def walfs_mount_options(mode, threads=None, transport="dev"):
+def walfs_mount_options(mode, threads=None, transport="dev", lanes=None):
     """walfs's -o string: the wake mode, the transport, and the FUSE worker
-    threads when set.
+    threads and ring lanes when set.
 
     libfuse's default of at most 10 workers caps how many requests -- and so
     transactions -- are in the daemon at once; a load meant to run out of log
     space needs more (max_threads), and as many kept idle (threads).  Over
-    the rings, requests are served by each CPU's lanes, not by those workers."""
+    the rings, requests are served by each CPU's lanes, not by those workers:
+    there the cap is CPUs x uring_lanes."""
     options = [f"wake={mode}", f"transport={transport}"]
     if threads:
         options += [f"max_threads={threads}", f"threads={threads}"]
+    if lanes and transport == "uring":
+        options.append(f"uring_lanes={lanes}")
     return ",".join(options)
 
 
