@@ -33,6 +33,14 @@ bool KernelOffersRings() { return Slurp("/sys/module/fuse/parameters/enable_urin
 
 std::string StatsText(const std::string& root) { return Slurp(root + "/.walfs/stats"); }
 
+// Best effort: spreads callers over the CPUs, so over the queues.
+void PinToCpu(int cpu) {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  CPU_SET(cpu, &cpus);
+  pthread_setaffinity_np(pthread_self(), sizeof cpus, &cpus);
+}
+
 void PinToCpu0() {
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
@@ -126,10 +134,7 @@ TEST_F(UringTransport, CallersOnEveryCpuAtOnceEachGetTheirOwnReplies) {
   std::vector<std::thread> threads;
   for (int t = 0; t < callers; ++t) {
     threads.emplace_back([&, t] {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(t % cpus, &set);
-      pthread_setaffinity_np(pthread_self(), sizeof set, &set);  // best effort: spread the queues
+      PinToCpu(t % cpus);
       for (int i = 0; i < kFiles; ++i) {
         const std::string name = Path("c" + std::to_string(t) + "_" + std::to_string(i));
         const std::string body(1000 + 97 * t + i, static_cast<char>('a' + (t + i) % 26));
@@ -185,10 +190,7 @@ TEST_F(UringTransport, ALazyUnmountWithRequestsInFlightEndsEveryCallerAndTheDaem
   std::vector<std::thread> threads;
   for (int t = 0; t < callers; ++t) {
     threads.emplace_back([&, t] {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(t % cpus, &set);
-      pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+      PinToCpu(t % cpus);
       const std::string name = Path("u" + std::to_string(t));
       const int fd = open(name.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
       ASSERT_GE(fd, 0) << name << ": " << strerror(errno);
