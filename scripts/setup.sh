@@ -15,6 +15,7 @@ packages=(
   fio dbench python3 xfsprogs e2fsprogs fuse2fs gnuplot-nox acl rsync
   liblttng-ust-dev lttng-tools
   help2man groff-base
+  gdb  # the user stacks of a FUSE test's daemon that hangs (tests/fuse/thread_report.h)
 )
 
 missing=()

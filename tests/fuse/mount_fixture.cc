@@ -26,7 +26,9 @@
 
 #include <fmt/format.h>
 
+#include "base/file_lock.h"
 #include "base/mount_table.h"
+#include "tests/fuse/thread_report.h"
 
 namespace walfs::testing {
 std::string BinDir() {
@@ -240,13 +242,35 @@ std::string WalfsMount::WaitExit(std::chrono::seconds timeout) {
   const auto deadline = Clock::now() + timeout;
   int status = 0;
   while (waitpid(pid_, &status, WNOHANG) != pid_.load()) {
-    if (Clock::now() > deadline) return "walfs still runs after " + std::to_string(timeout.count()) + " s";
+    if (Clock::now() > deadline) {
+      return fmt::format("walfs still runs after {} s; its threads:\n{}its output:\n{}", timeout.count(),
+                         ThreadReport(pid_), Output());
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   pid_ = -1;
   exit_status_ = status;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
   return "walfs " + Describe(status) + "; its output:\n" + Output();
+}
+
+std::string WalfsMount::WaitSessionEnd(std::chrono::seconds timeout) const {
+  const pid_t pid = pid_;
+  if (pid <= 0) return "walfs is not running";
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    // "PID (COMM) STATE ...": gone (reaped, unreadable), exited (a zombie,
+    // Z), or named for writing back.
+    const std::string stat = Slurp(fmt::format("/proc/{}/stat", pid));
+    const std::size_t close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] == 'Z') return "";
+    if (stat.find(fmt::format(" ({}) ", kClosingComm)) != std::string::npos) return "";
+    if (Clock::now() > deadline) {
+      return fmt::format("walfs still serves its FUSE session after {} s; its threads:\n{}", timeout.count(),
+                         ThreadReport(pid));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 std::string WalfsMount::Output() const {
@@ -320,11 +344,7 @@ class Watchdog {
                       " s (WALFS_FUSE_TEST_TIMEOUT); walfs (pid " + std::to_string(pid) +
                       ") is presumed hung and was killed.";
       if (pid > 0) {
-        if (OnPath("gdb")) {
-          r += " Its threads:\n" + RunTool("timeout 60 gdb -p " + std::to_string(pid) +
-                                            " -batch -ex 'thread apply all bt 30' | grep '^#\\|^Thread'")
-                                       .out;
-        }
+        r += " Its threads:\n" + ThreadReport(pid);
         kill(pid, SIGKILL);
       }
       report_ = r;
@@ -492,6 +512,10 @@ void MountedFs::KillDaemon() { suite->mount->Kill(); }
 
 std::string MountedFs::WaitForDaemonExit(int seconds) {
   return suite->mount->WaitExit(std::chrono::seconds(seconds));
+}
+
+std::string MountedFs::WaitForSessionEnd(int seconds) {
+  return suite->mount->WaitSessionEnd(std::chrono::seconds(seconds));
 }
 
 void MountedFs::MountAgain(const std::vector<std::string>& options) {

@@ -89,6 +89,10 @@ class WalfsMount {
   void Kill();
   // Waits for the daemon to exit on its own; "" when it exited 0.
   std::string WaitExit(std::chrono::seconds timeout);
+  // Waits for the daemon to leave its FUSE session: "" once it has exited
+  // or its main thread is named kClosingComm (the session is over and it is
+  // writing the image back, which may take long on a loaded machine).
+  std::string WaitSessionEnd(std::chrono::seconds timeout) const;
   // fsck.walfs -n on the image.
   std::string Fsck();
 
@@ -149,10 +153,13 @@ class MountedFs : public ::testing::Test {
   // and reaps: the mount stays, dead (ENOTCONN).  MountAgain starts the
   // daemon on the same image and mountpoint (no unmount, no fsck) and waits
   // for a new mount.  WaitForDaemonExit: "" once the daemon exited 0 on its
-  // own, else why not.  DaemonOutput: what it printed since it last started.
+  // own, else why not.  WaitForSessionEnd: "" once the daemon has left its
+  // FUSE session (WalfsMount::WaitSessionEnd).  DaemonOutput: what it
+  // printed since it last started.
   static void KillDaemon();
   static void MountAgain(const std::vector<std::string>& options = {});
   static std::string WaitForDaemonExit(int seconds);
+  static std::string WaitForSessionEnd(int seconds);
   static std::string DaemonOutput();
   static std::string ImagePath();
   static pid_t DaemonPid();  // -1 when not running
