@@ -117,7 +117,7 @@ class HostileMount : public ::testing::Test {
   }
 
   // Damaged images take longer to refuse or to unmount than clean ones.
-  WalfsMount mount_{MountConfig{.image_size = "", .options = {}, .mount_timeout_s = 20, .exit_timeout_s = 30}};
+  WalfsMount mount_{MountConfig{.image_size = "", .options = {}, .mount_timeout_s = 20}};
 };
 
 TEST_F(HostileMount, DamagedSuperblockIsRefusedWithAMessage) {

@@ -192,12 +192,13 @@ std::string WalfsMount::Unmount(int want_status) {
   for (;;) {
     if (waitpid(pid_, &status, WNOHANG) == pid_.load()) break;
     if (Clock::now() > deadline) {
+      const std::string threads = ThreadReport(pid_);
       kill(pid_, SIGKILL);
       waitpid(pid_, &status, 0);
       pid_ = -1;
       exit_status_ = status;
       return err + "walfs did not exit within " + std::to_string(config_.exit_timeout_s) +
-             " s of the unmount (killed); its output:\n" + Output();
+             " s of the unmount (killed); its threads:\n" + threads + "its output:\n" + Output();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

@@ -54,7 +54,10 @@ struct MountConfig {
   std::string image_size = "2g";  // sparse; big enough for 100k inodes; "": no mkfs
   std::vector<std::string> options = {};  // each passed as `-o opt`
   int mount_timeout_s = 10;  // for the mount to appear
-  int exit_timeout_s = 10;   // for the daemon to exit after the unmount
+  // For the daemon to exit after the unmount: as long as a new mount waits
+  // for a closing daemon (base/file_lock.h), since the write-back at exit
+  // waits for the disk, which a loaded CI machine can make slow.
+  int exit_timeout_s = 60;
   std::vector<std::string> mkfs_args = {};  // more mkfs.walfs arguments ("-l", "size=N")
 };
 

@@ -54,7 +54,7 @@ class RecordedErrors : public ::testing::Test {
     return RunTool(BinDir() + "/" + program + " " + args + " " + mount_.image());
   }
 
-  WalfsMount mount_{MountConfig{.image_size = "", .options = {}, .mount_timeout_s = 20, .exit_timeout_s = 30}};
+  WalfsMount mount_{MountConfig{.image_size = "", .options = {}, .mount_timeout_s = 20}};
 };
 
 TEST_F(RecordedErrors, DamageFoundWhileMountedMakesPreenCheckAndTheNextMountWarnUntilRepaired) {
