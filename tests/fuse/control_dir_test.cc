@@ -7,6 +7,8 @@
 // EACCES; any of {EPERM, EEXIST, EACCES} counts as refused.  What matters is
 // that the call fails and .walfs is still there afterwards.
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -275,6 +277,37 @@ TEST_F(ControlDir, XattrEventsNameTheAttribute) {
         << op << ":\n" << trace;
 }
 
+// Runs `walfs-trace top MNT -d 3 -n 1` and returns once top has taken its
+// first sample: once it has closed `last_read`, the control file it reads
+// last before it sleeps (the VFS reports a FUSE file's close to inotify like
+// any other).  A fixed sleep was not enough: a TSan build of top on a loaded
+// CI machine read its first stats after 12 of the 40 creates below.
+class TopRun {
+ public:
+  TopRun(const std::string& root, const std::string& last_read) {
+    inotify_ = inotify_init1(IN_CLOEXEC);
+    EXPECT_SYS(inotify_);
+    EXPECT_SYS(inotify_add_watch(inotify_, last_read.c_str(), IN_CLOSE_NOWRITE)) << last_read;
+    thread_ = std::thread([this, root] { frame_ = RunTool(BinDir() + "/walfs-trace top " + root + " -d 3 -n 1"); });
+    pollfd p{.fd = inotify_, .events = POLLIN, .revents = 0};
+    EXPECT_EQ(poll(&p, 1, 30'000), 1) << "top did not read " << last_read << " within 30 s";
+  }
+  ~TopRun() {
+    if (thread_.joinable()) thread_.join();
+    if (inotify_ >= 0) close(inotify_);
+  }
+  // Waits for top's one frame.
+  ToolRun Frame() {
+    thread_.join();
+    return frame_;
+  }
+
+ private:
+  int inotify_ = -1;
+  std::thread thread_;
+  ToolRun frame_;
+};
+
 // walfs-trace top against the mount under a known load: its frame counts
 // the creates the load made in its interval, as the stats do, and with the
 // fs events on it names the caller from the trace.
@@ -284,10 +317,12 @@ TEST_F(ControlDir, TopCountsWhatTheStatsCountAndNamesTheCallers) {
   // The line appears with the mount's first create (-1 before it).
   const long long creates_before = std::max(0LL, StatValue(Root(), "fuse_req_create"));
   ToolRun frame;
-  std::thread top([&] { frame = RunTool(BinDir() + "/walfs-trace top " + Root() + " -d 3 -n 1"); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // top has read its first stats
-  for (int i = 0; i < 40; ++i) WriteFile(Path(fmt::format("top/f{}", i)), "x");
-  top.join();
+  {
+    // With the fs events off, top reads stats, then events/fs/enable.
+    TopRun top(Root(), ctl_ + "/events/fs/enable");
+    for (int i = 0; i < 40; ++i) WriteFile(Path(fmt::format("top/f{}", i)), "x");
+    frame = top.Frame();
+  }
   ASSERT_EQ(frame.exit_code, 0) << frame.out;
   EXPECT_EQ(StatValue(Root(), "fuse_req_create") - creates_before, 40);
   auto cells = [&](const std::string& first) {
@@ -312,10 +347,13 @@ TEST_F(ControlDir, TopCountsWhatTheStatsCountAndNamesTheCallers) {
 
   // With the fs events on: latency of the interval and the caller, from the trace.
   Put("events/fs/enable", "1");
-  std::thread top2([&] { frame = RunTool(BinDir() + "/walfs-trace top " + Root() + " -d 3 -n 1"); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  for (int i = 0; i < 10; ++i) WriteFile(Path(fmt::format("top/g{}", i)), "x");
-  top2.join();
+  {
+    // With them on, it reads the trace last: what is older is not this
+    // interval's.
+    TopRun top(Root(), ctl_ + "/trace");
+    for (int i = 0; i < 10; ++i) WriteFile(Path(fmt::format("top/g{}", i)), "x");
+    frame = top.Frame();
+  }
   Put("events/enable", "0");
   ASSERT_EQ(frame.exit_code, 0) << frame.out;
   EXPECT_NE(frame.out.find("of this interval, from the trace"), std::string::npos) << frame.out;
