@@ -1,6 +1,7 @@
 #include "tests/fuse/thread_report.h"
 
 #include <filesystem>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -31,13 +32,8 @@ std::string ThreadReport(pid_t pid) {
     const std::filesystem::path t = task.path();
     out += fmt::format("  thread {} {} state {} in {}\n", t.filename().string(), Trimmed(Slurp(t / "comm")),
                        StateOf(Slurp(t / "stat")), Trimmed(Slurp(t / "wchan")));
-    std::string stack = Trimmed(Slurp(t / "stack"));
-    for (std::size_t at = 0; !stack.empty() && at < stack.size();) {
-      const std::size_t nl = stack.find('\n', at);
-      out += "      " + stack.substr(at, nl == std::string::npos ? std::string::npos : nl - at + 1);
-      if (nl == std::string::npos) out += "\n";
-      at = nl == std::string::npos ? stack.size() : nl + 1;
-    }
+    std::istringstream stack(Slurp(t / "stack"));
+    for (std::string frame; std::getline(stack, frame);) out += "      " + frame + "\n";
   }
   if (ec) return fmt::format("(no threads of pid {}: {})\n", pid, ec.message());
   if (RunTool("command -v gdb >/dev/null").exit_code == 0) {
